@@ -1,0 +1,109 @@
+"""Persistent child watches with zkclient's semantics (``subscribeChildChanges``).
+
+ZooKeeper watches fire once; zkclient re-arms them and -- unlike kazoo's ``ChildrenWatch``,
+which silently stops when the path does not exist -- also fires when a *missing* path is
+created.  Kafka 0.7 relies on that: a consumer subscribes to ``/brokers/topics/<t>`` before
+any broker has the topic, and the producer watches ``/brokers/topics`` on an empty cluster.
+
+How: if ``get_children(path, watch)`` says "no node", we arm an ``exists(path, watch)``
+watch instead, which ZooKeeper fires on creation; every firing re-reads and re-arms.  After a
+session expiry every server-side watch is gone, so the watch re-arms (and reports the current
+children) on the next ``CONNECTED``.
+
+Invariants:
+
+* The callback is called once at start and after every change event, with the current
+  sorted children (``[]`` when the path does not exist).  Events may be coalesced or
+  repeated (never lost): callers treat a call as "re-read", like zkclient listeners.
+* Calls are serialised and run on kazoo's event thread: keep them short (set a flag, wake a
+  thread).  A raising callback is logged; the watch stays armed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooState
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.protocol.states import WatchedEvent
+
+from zkconsumer.zk.session import ZkSession
+
+__all__ = ["ChildrenWatch", "watch_children"]
+
+log = logging.getLogger(__name__)
+
+
+class ChildrenWatch:
+    """Call ``callback(children)`` now and whenever ``path``'s children change or ``path``
+    is created or deleted.  `cancel` stops it."""
+
+    def __init__(self, session: ZkSession, path: str,
+                 callback: Callable[[list[str]], Any]) -> None:
+        self.session = session
+        self.path = path
+        self._callback = callback
+        self._lock = threading.RLock()
+        self._cancelled = False
+        self._needs_rearm = False
+        session.client.add_listener(self._on_state)
+        self._refresh()
+
+    def cancel(self) -> None:
+        """Stop calling back.  (A one-shot server-side watch may stay armed; it is ignored.)"""
+        with self._lock:
+            self._cancelled = True
+        self.session.client.remove_listener(self._on_state)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def _read(self) -> list[str]:
+        client = self.session.client
+        while True:
+            try:
+                return sorted(client.get_children(self.path, watch=self._on_event))
+            except NoNodeError:
+                pass
+            # Missing: watch for its creation.  If it was created in between, read again.
+            if client.exists(self.path, watch=self._on_event) is None:
+                return []
+
+    def _refresh(self) -> None:
+        with self._lock:
+            if self._cancelled:
+                return
+            try:
+                children = self._read()
+            except KazooException as exc:
+                # Connection trouble: the CONNECTED state handler re-arms us.
+                self._needs_rearm = True
+                log.info("watch on %s not armed (%s); will retry on reconnect",
+                         self.path, type(exc).__name__)
+                return
+            try:
+                self._callback(children)
+            except Exception:
+                log.exception("children callback for %s failed", self.path)
+
+    def _on_event(self, event: WatchedEvent) -> None:
+        if event.type != "NONE":
+            self._refresh()
+
+    def _on_state(self, state: str) -> None:
+        # Runs on the connection thread: never call ZooKeeper here, hand off instead.
+        if state == KazooState.LOST:
+            self._needs_rearm = True
+        elif state == KazooState.CONNECTED and self._needs_rearm and not self._cancelled:
+            self._needs_rearm = False
+            self.session.client.handler.spawn(self._refresh)
+
+
+def watch_children(session: ZkSession, path: str,
+                   callback: Callable[[list[str]], Any]) -> ChildrenWatch:
+    """Subscribe ``callback`` to the children of ``path`` (which may not exist yet)."""
+    return ChildrenWatch(session, path, callback)
