@@ -1,0 +1,1 @@
+"""bench layer of zkconsumer (see docs/architecture.md)."""
