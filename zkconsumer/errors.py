@@ -24,12 +24,14 @@ from typing import ClassVar
 __all__ = [
     "BrokerConnectionError",
     "BrokerError",
+    "BrokerStartupError",
     "CompressionError",
     "ConfigurationError",
     "ConnectionClosedError",
     "ConsumerError",
     "ConsumerTimeoutError",
     "CorruptMessageError",
+    "CorruptSegmentError",
     "DecodeError",
     "DecompressionLimitError",
     "DeliveryError",
@@ -39,6 +41,7 @@ __all__ = [
     "InvalidTopicError",
     "LocalProtocolError",
     "MessageTooLargeError",
+    "MirrorError",
     "NoBrokersAvailableError",
     "OffsetOutOfRangeError",
     "ProduceRejectedError",
@@ -46,6 +49,8 @@ __all__ = [
     "QueueFullError",
     "RebalanceFailedError",
     "SessionExpiredError",
+    "SinkError",
+    "TargetError",
     "TruncatedError",
     "UnknownBrokerError",
     "UnknownMagicError",
@@ -127,6 +132,20 @@ class CompressionError(DecodeError):
 
 class DecompressionLimitError(CompressionError):
     """A compressed wrapper would inflate beyond the configured cap (a decompression bomb)."""
+
+
+class CorruptSegmentError(DecodeError):
+    """A broker segment file (``<log.dir>/<topic>-<p>/NNN.kafka``) holds invalid 0.7 data.
+
+    Carries ``path`` (the file), ``position`` (byte position inside that file) and ``offset``
+    (the partition byte offset = segment start + position), so an operator can cut the file
+    there or skip to the next segment.  The codec error that found it is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, path: str, position: int, offset: int) -> None:
+        self.path = path
+        self.position = position
+        super().__init__(f"{message} in {path} at file position {position}", offset)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,3 +348,45 @@ class RebalanceFailedError(ConsumerError):
 
 class ConsumerTimeoutError(ConsumerError, TimeoutError):
     """No message arrived within ``consumer.timeout.ms``; the consumer stays usable."""
+
+
+# --------------------------------------------------------------------------------------------
+# Dev broker errors
+# --------------------------------------------------------------------------------------------
+
+
+class BrokerStartupError(ZkConsumerError):
+    """The dev broker cannot start: its broker id is registered by someone else, or its log
+    directory is inconsistent (segments that do not join up), or its port is taken."""
+
+
+# --------------------------------------------------------------------------------------------
+# Mirror errors (zkconsumer mirror: 0.7 -> modern Kafka / 0.7)
+# --------------------------------------------------------------------------------------------
+
+
+class MirrorError(ZkConsumerError):
+    """Base of ``zkconsumer mirror`` failures that are not a plain configuration error."""
+
+
+class TargetError(MirrorError):
+    """The target cluster cannot take what the mirror must write.
+
+    Raised for conditions that retrying cannot cure (a target topic that does not exist and
+    may not be created, a message the target client refuses locally).  Transient delivery
+    failures are *not* raised: the mirror retries them with backoff and never skips.
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# Daemon errors (``zkconsumer run``)
+# --------------------------------------------------------------------------------------------
+
+
+class SinkError(ZkConsumerError):
+    """The daemon's sink cannot take messages: an output file cannot be opened or written, an
+    ``--exec`` command cannot be started, a ``--handler`` cannot be imported.
+
+    The daemon stops fetching, commits what the sink acknowledged before the failure and exits
+    non-zero; nothing unacknowledged is committed.
+    """

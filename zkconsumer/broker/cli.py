@@ -1,0 +1,127 @@
+"""``zkconsumer broker``: run the Kafka 0.7.2-compatible dev broker in the foreground.
+
+Settings come from an optional 0.7 ``server.properties`` (``--config``), then ``--property
+KEY=VALUE`` pairs, then the dedicated flags (the last one wins).  Without ``--zk`` (and without
+``zk.connect`` in the file) the broker runs standalone, with no ZooKeeper registration.
+
+Once serving, one line goes to stdout, so scripts (and `DevBrokerProcess`) can learn the port
+when ``--port 0`` was given::
+
+    broker 1 listening on 127.0.0.1:40123
+
+SIGTERM and SIGINT stop it cleanly: stop accepting, flush the logs, close the ZooKeeper session
+(the ephemeral registrations vanish at once), exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from zkconsumer.broker.config import BrokerConfig
+from zkconsumer.broker.properties import load_properties
+from zkconsumer.broker.server import Broker
+from zkconsumer.errors import ConfigurationError
+
+HELP = "run a Kafka 0.7.2-compatible dev broker (0.7 wire protocol, segment files, ZooKeeper)"
+
+# flag dest -> BrokerConfig field
+_FLAGS = {
+    "broker_id": "broker_id", "port": "port", "log_dir": "log_dir", "zk": "zk_connect",
+    "num_partitions": "num_partitions", "topic_partitions": "topic_partitions",
+    "log_file_size": "log_file_size", "flush_interval": "flush_interval",
+    "max_message_size": "max_message_size", "max_request_size": "max_request_size",
+    "host": "host", "bind": "bind", "zk_session_timeout_ms": "zk_session_timeout_ms",
+    "registration_wait_ms": "registration_wait_ms",
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker-id", type=int, metavar="N", help="brokerid (required)")
+    parser.add_argument("--port", type=int, metavar="P",
+                        help="port (default 6667; 0 = any free port, printed at startup)")
+    parser.add_argument("--log-dir", metavar="DIR", help="log.dir (required)")
+    parser.add_argument("--zk", metavar="HOST:PORT[/chroot]",
+                        help="zk.connect; omit to run standalone (no registration)")
+    parser.add_argument("--num-partitions", type=int, metavar="K",
+                        help="num.partitions: partitions per topic on this broker (default 1)")
+    parser.add_argument("--topic-partitions", metavar="T1:N,T2:M",
+                        help="topic.partition.count.map, e.g. t1:8,t2:4")
+    parser.add_argument("--log-file-size", type=int, metavar="BYTES",
+                        help="log.file.size: segment roll size (default 1073741824)")
+    parser.add_argument("--flush-interval", type=int, metavar="N",
+                        help="log.flush.interval: flush after N messages (default 500)")
+    parser.add_argument("--flush-ms", type=int, metavar="MS",
+                        help="log.default.flush.interval.ms and the flusher period "
+                             "(default 3000)")
+    parser.add_argument("--fsync", action="store_true", default=None,
+                        help="fsync segment files on every flush (default: off)")
+    parser.add_argument("--max-message-size", type=int, metavar="BYTES",
+                        help="max.message.size: larger shallow payloads are dropped "
+                             "(default 1000000)")
+    parser.add_argument("--max-request-size", type=int, metavar="BYTES",
+                        help="max.socket.request.bytes (default 104857600)")
+    parser.add_argument("--host", metavar="H",
+                        help="hostname advertised in /brokers/ids/N (default: this "
+                             "machine's IP)")
+    parser.add_argument("--bind", metavar="ADDR",
+                        help="address to listen on (default: all interfaces)")
+    parser.add_argument("--zk-session-timeout-ms", type=int, metavar="MS",
+                        help="zk.sessiontimeout.ms (default 6000)")
+    parser.add_argument("--registration-wait-ms", type=int, metavar="MS",
+                        help="retry this long if /brokers/ids/N is still held (e.g. by a "
+                             "killed predecessor) instead of refusing at once (default 0)")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="any 0.7 server.properties key (repeatable)")
+    parser.add_argument("--config", metavar="server.properties",
+                        help="a Kafka 0.7 server.properties file (flags override it)")
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    """The BrokerConfig for parsed arguments: file, then --property, then flags."""
+    props: dict[str, str] = {}
+    if args.config:
+        props.update(load_properties(args.config))
+    for item in args.property:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"--property: expected KEY=VALUE, got {item!r}")
+        props[key.strip()] = value
+    overrides: dict[str, Any] = {}
+    for dest, name in _FLAGS.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            overrides[name] = value
+    if args.flush_ms is not None:
+        overrides["flush_interval_ms"] = args.flush_ms
+        overrides["flush_scheduler_interval_ms"] = args.flush_ms
+    if args.fsync:
+        overrides["fsync"] = True
+    return BrokerConfig.from_properties(props, **overrides)
+
+
+def main(args: argparse.Namespace) -> int:
+    config = build_config(args)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        broker = Broker(config).start()
+        try:
+            print(f"broker {broker.broker_id} listening on {broker.host}:{broker.port}",
+                  flush=True)
+            while not stop.wait(0.5):
+                pass
+        finally:
+            broker.stop()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(f"broker {config.broker_id} stopped", file=sys.stderr, flush=True)
+    return 0

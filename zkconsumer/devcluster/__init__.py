@@ -1,0 +1,1 @@
+"""devcluster layer of zkconsumer (see docs/architecture.md)."""
