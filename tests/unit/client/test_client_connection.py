@@ -1,0 +1,270 @@
+"""BrokerConnection over real loopback sockets: framing, errors, backoff, peer-close checks.
+
+The "brokers" here are tiny scripted TCP servers (real sockets, no mocks), so each failure
+mode a broker can produce is reproduced exactly and deterministically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from fixtures.waiting import wait_until
+
+from zkconsumer.client import BrokerConnection, parse_broker_address
+from zkconsumer.errors import BrokerConnectionError, ConfigurationError, ConnectionClosedError
+from zkconsumer.protocol import FetchRequest, OffsetsRequest, ProduceRequest, encode_request
+
+
+class ScriptedServer:
+    """Accepts connections on 127.0.0.1 and runs ``script(conn)`` for each one."""
+
+    def __init__(self, script: Callable[[socket.socket], None]) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.script = script
+        self.accepted = 0
+        self.received: list[bytes] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            with conn, contextlib.suppress(OSError):
+                self.script(conn)
+
+    def read_frame(self, conn: socket.socket) -> bytes:
+        head = _recv_exact(conn, 4)
+        body = _recv_exact(conn, struct.unpack(">i", head)[0])
+        self.received.append(head + body)
+        return body
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            raise OSError("client went away")
+        buf += chunk
+    return buf
+
+
+Factory = Callable[[Callable[[socket.socket], None]], ScriptedServer]
+
+
+@pytest.fixture
+def server_factory() -> Iterator[Factory]:
+    servers: list[ScriptedServer] = []
+
+    def make(script: Callable[[socket.socket], None]) -> ScriptedServer:
+        servers.append(ScriptedServer(script))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+FETCH = FetchRequest("t", 0, 0, 100)
+
+
+def test_request_reads_one_whole_frame_even_in_pieces(server_factory: Factory) -> None:
+    body = b"\x00\x00" + bytes(range(256)) * 40
+
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        data = frame(body)
+        for i in range(0, len(data), 7):  # dribble it out 7 bytes at a time
+            conn.sendall(data[i:i + 7])
+        srv.read_frame(conn)
+        conn.sendall(frame(b"\x00\x00second"))
+        conn.recv(1)
+
+    srv = server_factory(script)
+    with BrokerConnection("127.0.0.1", srv.port) as conn:
+        assert conn.request(FETCH) == body
+        assert conn.request(FETCH) == b"\x00\x00second"
+    assert srv.received[0] == encode_request(FETCH)
+
+
+def test_send_writes_the_frame_and_expects_nothing(server_factory: Factory) -> None:
+    got = threading.Event()
+
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        got.set()
+        conn.recv(1)
+
+    srv = server_factory(script)
+    req = ProduceRequest("t", 0, b"")
+    with BrokerConnection("127.0.0.1", srv.port) as conn:
+        conn.send(req)
+        wait_until(got.is_set, what="server to read the produce")
+    assert srv.received == [encode_request(req)]
+
+
+def test_eof_mid_frame_is_connection_closed_and_reconnects(server_factory: Factory) -> None:
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        if srv.accepted == 1:
+            conn.sendall(struct.pack(">i", 100) + b"\x00\x00partial")  # then close
+        else:
+            conn.sendall(frame(b"\x00\x00ok"))
+            conn.recv(1)
+
+    srv = server_factory(script)
+    conn = BrokerConnection("127.0.0.1", srv.port)
+    with pytest.raises(ConnectionClosedError, match=rf"127\.0\.0\.1:{srv.port}"):
+        conn.request(FETCH)
+    assert not conn.connected
+    assert conn.request(FETCH) == b"\x00\x00ok"  # lazily reconnected, no backoff
+    assert srv.accepted == 2
+    conn.close()
+
+
+def test_socket_timeout_is_a_broker_connection_error(server_factory: Factory) -> None:
+    release = threading.Event()
+
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        release.wait(10)  # never answers in time
+
+    srv = server_factory(script)
+    conn = BrokerConnection("127.0.0.1", srv.port, socket_timeout=0.2)
+    with pytest.raises(BrokerConnectionError, match="timed out") as info:
+        conn.request(FETCH)
+    assert not isinstance(info.value, ConnectionClosedError)
+    assert (info.value.host, info.value.port) == ("127.0.0.1", srv.port)
+    assert not conn.connected  # a half-read answer would poison the next request
+    release.set()
+    conn.close()
+
+
+def test_invalid_response_size_drops_the_connection(server_factory: Factory) -> None:
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        conn.sendall(struct.pack(">i", -5))
+        conn.recv(1)
+
+    srv = server_factory(script)
+    conn = BrokerConnection("127.0.0.1", srv.port)
+    with pytest.raises(BrokerConnectionError, match="invalid response size -5"):
+        conn.request(FETCH)
+    assert not conn.connected
+
+
+def test_refused_connect_backs_off_exponentially_and_fails_fast() -> None:
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    now = [1000.0]
+    conn = BrokerConnection("127.0.0.1", port, reconnect_backoff=0.5,
+                            reconnect_backoff_max=1.5, clock=lambda: now[0])
+    with pytest.raises(BrokerConnectionError, match="cannot connect") as info:
+        conn.request(FETCH)
+    assert info.value.port == port
+    with pytest.raises(BrokerConnectionError, match=r"not reconnecting for another 0\.500s"):
+        conn.request(FETCH)
+    now[0] += 0.5
+    with pytest.raises(BrokerConnectionError, match="cannot connect"):
+        conn.request(FETCH)  # second failure: backoff doubles
+    with pytest.raises(BrokerConnectionError, match=r"another 1\.000s"):
+        conn.request(FETCH)
+    now[0] += 1.0
+    with pytest.raises(BrokerConnectionError, match="cannot connect"):
+        conn.request(FETCH)
+    with pytest.raises(BrokerConnectionError, match=r"another 1\.500s"):  # capped
+        conn.request(FETCH)
+
+
+def test_backoff_resets_after_a_successful_connect(server_factory: Factory) -> None:
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        conn.sendall(frame(b"\x00\x00up"))
+        conn.recv(1)
+
+    srv = server_factory(script)
+    now = [0.0]
+    conn = BrokerConnection("127.0.0.1", srv.port, clock=lambda: now[0])
+    conn._failures, conn._retry_at = 3, 5.0  # as after three failed connects
+    with pytest.raises(BrokerConnectionError, match="not reconnecting"):
+        conn.request(FETCH)
+    now[0] = 5.0
+    assert conn.request(FETCH) == b"\x00\x00up"
+    assert conn._failures == 0
+    conn.close()
+
+
+def test_a_connection_closed_by_the_broker_is_replaced_before_writing(server_factory: Factory) -> None:
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        if srv.accepted == 1:
+            return  # like a 0.7 broker after a bad produce: close, no answer
+        conn.sendall(frame(b"\x00\x00fresh"))
+        conn.recv(1)
+
+    srv = server_factory(script)
+    conn = BrokerConnection("127.0.0.1", srv.port)
+    conn.send(ProduceRequest("t", 9, b""))
+    wait_until(lambda: srv.accepted == 1 and len(srv.received) == 1, what="first produce read")
+    sock = conn._sock
+    assert sock is not None
+    wait_until(lambda: conn._peer_closed(sock), what="the close to reach the client")
+    # Without the check this request would be written into the dead socket.
+    assert conn.request(OffsetsRequest("t", 0, -1, 1)) == b"\x00\x00fresh"
+    assert srv.accepted == 2
+    conn.close()
+
+
+def test_exchange_returns_the_answers_before_a_close(server_factory: Factory) -> None:
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        conn.sendall(frame(b"\x00\x00one"))
+        srv.read_frame(conn)  # second request: "rejected", close without answering
+
+    srv = server_factory(script)
+    conn = BrokerConnection("127.0.0.1", srv.port)
+    data = encode_request(FETCH) * 3
+    assert conn.exchange(data, 3, partial_ok=True) == [b"\x00\x00one"]
+    with pytest.raises(ConnectionClosedError):
+        conn.exchange(data, 3)
+    conn.close()
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("localhost:9092", ("localhost", 9092)),
+    (" 10.0.0.1:1 ", ("10.0.0.1", 1)),
+    ("[::1]:9092", ("::1", 9092)),
+])
+def test_parse_broker_address(text: str, expected: tuple[str, int]) -> None:
+    assert parse_broker_address(text) == expected
+
+
+@pytest.mark.parametrize("text", ["localhost", ":9092", "host:port", "host:0", "host:65536"])
+def test_parse_broker_address_rejects(text: str) -> None:
+    with pytest.raises(ConfigurationError):
+        parse_broker_address(text)
+
+
+def test_invalid_arguments() -> None:
+    with pytest.raises(ConfigurationError):
+        BrokerConnection("h", 1, socket_timeout=0)
+    with pytest.raises(ConfigurationError):
+        BrokerConnection("h", 1, reconnect_backoff=2, reconnect_backoff_max=1)

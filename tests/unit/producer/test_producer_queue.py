@@ -1,0 +1,152 @@
+"""The async queue: enqueue policies (queue.enqueueTimeout.ms), batch triggers, flush."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from fixtures.waiting import wait_until
+
+from zkconsumer.errors import ProducerError, QueueFullError
+from zkconsumer.producer.queue import Chunk, SendQueue
+
+
+def chunk(n: int, topic: str = "t") -> Chunk:
+    return Chunk(topic, None, [b"m%d" % i for i in range(n)])
+
+
+def test_policy_zero_raises_at_once_and_enqueues_nothing() -> None:
+    q = SendQueue(5, 0)
+    q.put(chunk(4))
+    with pytest.raises(QueueFullError, match="4/5"):
+        q.put(chunk(2))
+    assert q.queued == 4 and q.pending == 4
+    q.put(chunk(1))  # still fits exactly
+    assert q.queued == 5
+
+
+def test_policy_positive_waits_then_raises() -> None:
+    q = SendQueue(1, 50)
+    q.put(chunk(1))
+    start = time.monotonic()
+    with pytest.raises(QueueFullError, match="after 50 ms"):
+        q.put(chunk(1))
+    assert time.monotonic() - start >= 0.045
+
+
+def test_policy_positive_succeeds_when_room_appears() -> None:
+    q = SendQueue(1, 10_000)
+    q.put(chunk(1))
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (q.put(chunk(1, "second")), done.set()))
+    t.start()
+    assert q.take(1, 60.0)[0].topic == "t"
+    wait_until(done.is_set, what="blocked put to complete")
+    t.join()
+    assert q.take(1, 60.0)[0].topic == "second"
+
+
+def test_policy_negative_blocks_until_room() -> None:
+    q = SendQueue(2, -1)
+    q.put(chunk(2))
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (q.put(chunk(2)), done.set()))
+    t.start()
+    assert not done.wait(0.05)  # it is blocked (bounded check, not a sleep-to-wait)
+    q.take(2, 60.0)
+    wait_until(done.is_set, what="blocked put to complete")
+    t.join()
+
+
+def test_chunk_larger_than_the_queue_is_admitted_when_empty() -> None:
+    q = SendQueue(3, 0)
+    q.put(chunk(10))
+    assert q.queued == 10
+    with pytest.raises(QueueFullError):
+        q.put(chunk(1))
+
+
+def test_take_on_batch_size_returns_whole_chunks_up_to_the_size() -> None:
+    q = SendQueue(100, 0)
+    for n in (3, 3, 3):
+        q.put(chunk(n))
+    batch = q.take(6, 60.0)  # 9 >= 6 queued: due now; 3+3 fit, the third would overflow
+    assert [len(c.payloads) for c in batch] == [3, 3]
+    assert q.queued == 3 and q.pending == 9
+    q.done(6)
+    assert q.pending == 3
+
+
+def test_take_returns_one_oversized_chunk_alone() -> None:
+    q = SendQueue(100, 0)
+    q.put(chunk(50))
+    q.put(chunk(1))
+    assert [len(c.payloads) for c in q.take(10, 60.0)] == [50]
+
+
+def test_take_on_queue_time() -> None:
+    q = SendQueue(100, 0)
+    q.put(chunk(1))
+    start = time.monotonic()
+    batch = q.take(200, 0.05)  # below batch size: waits for the oldest chunk's age
+    assert len(batch) == 1 and time.monotonic() - start >= 0.045
+
+
+def test_take_with_injected_clock_sees_old_chunks_as_due() -> None:
+    now = [100.0]
+    q = SendQueue(100, 0, clock=lambda: now[0])
+    q.put(chunk(1))
+    now[0] += 5.0
+    assert len(q.take(200, 5.0)) == 1  # due without any real waiting
+
+
+def test_flush_makes_the_batch_due_and_waits_for_done() -> None:
+    q = SendQueue(100, 0)
+    q.put(chunk(2))
+    sent: list[int] = []
+
+    def sender() -> None:
+        batch = q.take(200, 3600.0)  # would linger an hour without the flush
+        sent.append(sum(len(c.payloads) for c in batch))
+        q.done(sent[-1])
+
+    t = threading.Thread(target=sender)
+    t.start()
+    assert q.wait_empty(timeout=10)
+    t.join()
+    assert sent == [2] and q.pending == 0
+
+
+def test_wait_empty_times_out_when_nothing_sends() -> None:
+    q = SendQueue(100, 0)
+    q.put(chunk(1))
+    assert q.wait_empty(timeout=0.02) is False
+
+
+def test_close_drains_then_ends() -> None:
+    q = SendQueue(100, -1)
+    q.put(chunk(1))
+    q.close()
+    assert len(q.take(200, 3600.0)) == 1
+    assert q.take(200, 3600.0) == []
+    with pytest.raises(ProducerError, match="closed"):
+        q.put(chunk(1))
+
+
+def test_close_wakes_a_blocked_put() -> None:
+    q = SendQueue(1, -1)
+    q.put(chunk(1))
+    errors: list[Exception] = []
+
+    def put() -> None:
+        try:
+            q.put(chunk(1))
+        except ProducerError as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=put)
+    t.start()
+    q.close()
+    t.join(10)
+    assert errors and "closed" in str(errors[0])

@@ -1,0 +1,129 @@
+"""``zkconsumer bench fetch``: single-partition `SimpleConsumer` fetch loops against a dev broker.
+
+For each codec (none / gzip / snappy) and payload size (100 B / 1 KiB) a topic is preloaded
+with ``--mb`` MB of payload (compressed topics: one wrapper per ``--wrap`` messages, as a
+producer batch), then read from offset 0 to the end, repeatedly for about ``--seconds``:
+
+* ``fetch batches`` -- `SimpleConsumer.iter_batches`: per fetch one list of
+  ``(offset, next_offset, value)`` tuples, CRC-checked and decompressed (the fast path);
+* ``fetch messages`` -- `SimpleConsumer.iter_messages`: one `FetchedMessage` per message.
+
+Each line is ``fetch <kind> <codec> <size>: N msg/s (M MB/s)`` with MB = 10**6 payload bytes;
+the rate is messages over the total time of all passes (not a best-of).  The broker is a
+subprocess (``python -m zkconsumer broker``) unless ``--in-process``, so its ``sendfile`` work
+does not share this process's GIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from zkconsumer.bench.produce import _payloads
+from zkconsumer.client import BrokerConnection, SimpleConsumer, multiproduce
+from zkconsumer.devcluster.brokers import DevBroker, DevBrokerProcess
+from zkconsumer.protocol import Compression, ProduceRequest, encode_message_set
+
+HELP = "SimpleConsumer fetch-loop throughput on one partition (none/gzip/snappy x 100B/1KiB)"
+
+SIZES = {"100B": 100, "1KiB": 1024}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mb", type=float, default=32.0,
+                        help="MB of payload preloaded per case (default 32)")
+    parser.add_argument("--seconds", type=float, default=2.0,
+                        help="approximate reading time per case (default 2)")
+    parser.add_argument("--fetch-size", type=int, default=1024 * 1024,
+                        help="bytes per fetch request (default 1 MiB, the consumer default)")
+    parser.add_argument("--wrap", type=int, default=200,
+                        help="messages per compressed wrapper (default 200, 0.7's batch.size)")
+    parser.add_argument("--codec", action="append", choices=["none", "gzip", "snappy"],
+                        help="only this codec (repeatable)")
+    parser.add_argument("--size", action="append", choices=list(SIZES),
+                        help="only this payload size (repeatable)")
+    parser.add_argument("--kind", action="append", choices=["batches", "messages"],
+                        help="only this loop (repeatable)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the broker in this process (it then shares the GIL)")
+
+
+def preload(broker: Any, topic: str, codec: Compression, size: int, total_mb: float,
+            wrap: int) -> tuple[int, int]:
+    """Write about ``total_mb`` MB of payload to ``topic``/0; return (messages, log bytes)."""
+    payloads = _payloads(size)
+    per_set = wrap if codec != Compression.NONE else max(1, (256 * 1024) // size)
+    sets = [encode_message_set(payloads[i:i + per_set], compression=codec)
+            for i in range(0, len(payloads) - per_set + 1, per_set)]
+    n_sets = max(1, int(total_mb * 1e6 / size / per_set))
+    with BrokerConnection(broker.host, broker.port) as conn:
+        for i in range(0, n_sets, 16):  # 16 sets per request, confirmed
+            group = [ProduceRequest(topic, 0, sets[j % len(sets)])
+                     for j in range(i, min(i + 16, n_sets))]
+            multiproduce(conn, group, confirm=True)
+    return n_sets * per_set, sum(len(sets[j % len(sets)]) for j in range(n_sets))
+
+
+def run_case(consumer: SimpleConsumer, topic: str, expected: int, kind: str,
+             seconds: float) -> float:
+    """Messages per second over whole passes from offset 0 to the end."""
+    total = 0
+    start = time.perf_counter()
+    while True:
+        n = 0
+        if kind == "batches":
+            for _, messages in consumer.iter_batches(topic, 0, 0):
+                n += len(messages)
+        else:
+            for _ in consumer.iter_messages(topic, 0, 0):
+                n += 1
+        if n != expected:
+            raise RuntimeError(f"read {n} messages from {topic}, expected {expected}")
+        total += n
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return total / elapsed
+
+
+def main(args: argparse.Namespace) -> int:
+    codecs = args.codec or ["none", "gzip", "snappy"]
+    sizes = args.size or list(SIZES)
+    kinds = args.kind or ["batches", "messages"]
+    with tempfile.TemporaryDirectory(prefix="zkc-bench-fetch-") as tmp:
+        settings: dict[str, Any] = {
+            "num_partitions": 1, "flush_interval": 10000, "flush_interval_ms": 50,
+            "flush_scheduler_interval_ms": 50, "socket_send_buffer": 4 << 20,
+            "max_request_size": 256 * 1024 * 1024}
+        log_dir = Path(tmp) / "broker-0"
+        broker: DevBroker | DevBrokerProcess = (
+            DevBroker(0, log_dir, **settings) if args.in_process else
+            DevBrokerProcess(0, log_dir, log_file=Path(tmp) / "broker.log", **settings))
+        broker.start()
+        try:
+            kind_text = "in-process" if args.in_process else "subprocess"
+            print(f"# dev broker ({kind_text}); fetch size {args.fetch_size}, {args.mb} MB per "
+                  f"case, compressed wrappers of {args.wrap}", flush=True)
+            consumer = SimpleConsumer(broker.host, broker.port, fetch_size=args.fetch_size,
+                                      max_fetch_size=max(args.fetch_size, 16 << 20),
+                                      buffer_size=4 << 20)
+            for codec_name in codecs:
+                codec = Compression[codec_name.upper()]
+                for label in sizes:
+                    size = SIZES[label]
+                    topic = f"bench-fetch-{codec_name}-{label}"
+                    expected, end = preload(broker, topic, codec, size, args.mb, args.wrap)
+                    deadline = time.monotonic() + 30  # until the broker's flush shows it all
+                    while (consumer.latest_offset(topic, 0) < end
+                           and time.monotonic() < deadline):
+                        time.sleep(0.01)
+                    for kind in kinds:
+                        rate = run_case(consumer, topic, expected, kind, args.seconds)
+                        print(f"fetch {kind} {codec_name} {label}: {rate:.0f} msg/s "
+                              f"({rate * size / 1e6:.1f} MB/s)", flush=True)
+            consumer.close()
+        finally:
+            broker.stop()
+    return 0

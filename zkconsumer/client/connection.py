@@ -1,0 +1,314 @@
+"""One blocking TCP connection to a Kafka 0.7 broker: the only place zkconsumer opens sockets.
+
+Job: send request frames and read response frames, in order.  Kafka 0.7 has no correlation
+id: the broker answers the requests of one connection strictly in the order it read them, and
+a produce gets *no* answer at all.  So a connection is a pipe with an implicit queue of
+expected answers, and anything that breaks that queue (a timeout half-way through a frame, an
+``OSError``) leaves the connection unusable: we close it and the next call reconnects.
+
+Invariants
+    * Every socket-level failure surfaces as `BrokerConnectionError` naming ``host:port``; a peer
+      that closed the connection (EOF, ``ECONNRESET``, ``EPIPE``) surfaces as its subclass
+      `ConnectionClosedError`.  After either, the socket is closed and the next call
+      reconnects lazily.
+    * A failed *connect* starts an exponential backoff (``reconnect_backoff`` doubling up to
+      ``reconnect_backoff_max``).  While it runs, calls fail fast with `BrokerConnectionError`
+      instead of blocking: the caller (a producer with other brokers, a consumer fetcher with its
+      own backoff) decides whether to wait.  A connection that worked and then broke may
+      reconnect immediately: the broker is probably fine and just closed on us (e.g. after a
+      rejected produce).
+    * Before every write one zero-timeout ``select`` checks whether the broker closed the
+      connection since the last exchange (0.7 brokers close it on a bad produce; a write into
+      a half-closed socket would "succeed" and vanish).  Such a connection is replaced first.
+    * Responses are read with one ``recv_into`` loop into a buffer preallocated from the 4-byte
+      size, then returned as ``bytes``: one allocation and one copy per response.
+
+Thread-safety: one connection serves one thread at a time.  Every public method takes an
+internal lock for the whole send-and-read exchange, so concurrent callers are serialised
+rather than interleaved (interleaving would mismatch answers); for parallelism open one
+connection per thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from zkconsumer.errors import BrokerConnectionError, ConfigurationError, ConnectionClosedError
+from zkconsumer.protocol import Request, encode_request
+
+__all__ = ["MAX_RESPONSE_SIZE", "BrokerConnection", "parse_broker_address"]
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")  # int32 size of the rest of the response frame
+#: Largest response frame we accept; a bigger size prefix means we lost frame sync.
+MAX_RESPONSE_SIZE = 1 << 30
+
+
+def parse_broker_address(address: str) -> tuple[str, int]:
+    """Split ``"host:port"`` into ``(host, port)``; `ConfigurationError` if it is not one.
+
+    0.7 brokers register ``creator:host:port`` with IPv4 hosts, so the last ``:`` separates the
+    port (a bracketed IPv6 literal ``[::1]:9092`` is accepted for completeness).
+    """
+    host, sep, port_text = address.strip().rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host:
+        raise ConfigurationError(f"broker address {address!r} is not HOST:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigurationError(f"broker address {address!r}: port is not a number") from None
+    if not 0 < port < 65536:
+        raise ConfigurationError(f"broker address {address!r}: port out of range 1..65535")
+    return host, port
+
+
+class BrokerConnection:
+    """A lazily (re)connected, blocking, in-order request/response channel to one broker."""
+
+    def __init__(self, host: str, port: int, *, connect_timeout: float = 5.0,
+                 socket_timeout: float = 30.0, send_buffer: int = 102400,
+                 recv_buffer: int = 65536, reconnect_backoff: float = 0.1,
+                 reconnect_backoff_max: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if connect_timeout <= 0 or socket_timeout <= 0:
+            raise ConfigurationError("connect_timeout and socket_timeout must be > 0")
+        if reconnect_backoff < 0 or reconnect_backoff_max < reconnect_backoff:
+            raise ConfigurationError("need 0 <= reconnect_backoff <= reconnect_backoff_max")
+        self.host = host
+        self.port = port
+        self.connect_timeout = connect_timeout
+        self.socket_timeout = socket_timeout
+        self.send_buffer = send_buffer
+        self.recv_buffer = recv_buffer
+        self.reconnect_backoff = reconnect_backoff
+        self.reconnect_backoff_max = reconnect_backoff_max
+        self._clock = clock
+        self._sock: socket.socket | None = None
+        self._lock = threading.RLock()
+        self._failures = 0          # consecutive failed connects
+        self._retry_at = 0.0        # clock() before which we do not try to connect again
+        self._size_buf = bytearray(4)
+        self.requests_sent = 0      # frames written since the last (re)connect
+        self.connected_at: float | None = None  # clock() of the last successful connect
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        state = "connected" if self._sock is not None else "idle"
+        return f"<BrokerConnection {self.host}:{self.port} {state}>"
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def connect(self) -> None:
+        """Connect now if not connected (normally done lazily by the first request)."""
+        with self._lock:
+            self._ensure()
+
+    def close(self) -> None:
+        """Close the socket; idempotent.  A later call reconnects (no backoff)."""
+        with self._lock:
+            self._drop()
+
+    def __enter__(self) -> BrokerConnection:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- public I/O --------------------------------------------------------------------------
+
+    def send(self, req: Request) -> None:
+        """Write one request that has no response (produce / multiproduce in 0.7)."""
+        self.send_bytes(encode_request(req))
+
+    def request(self, req: Request) -> bytes:
+        """Write one request and return its response frame body (without the int32 size)."""
+        frame = encode_request(req)
+        with self._lock:
+            self._write(frame)
+            return self._read_frame()
+
+    def request_split(self, req: Request, head: int) -> tuple[bytes, bytes]:
+        """Like `request`, but return the body as ``(first head bytes, the rest)``.
+
+        The rest is read straight into its own buffer, so a fetch answer's message set is
+        not copied again to strip the int16 error code (it matters at GB/s).
+        """
+        frame = encode_request(req)
+        with self._lock:
+            self._write(frame)
+            return self._read_frame_split(head)
+
+    def send_bytes(self, data: bytes) -> None:
+        """Write already-encoded request frames that get no response."""
+        with self._lock:
+            self._write(data)
+
+    def exchange(self, data: bytes, expect: int, *, partial_ok: bool = False) -> list[bytes]:
+        """Write pipelined request frames, then read ``expect`` response bodies in order.
+
+        With ``partial_ok`` a connection closed by the broker ends the read early and the
+        answers received so far are returned (the caller counts them: confirmed produce);
+        otherwise it raises `ConnectionClosedError`.
+        """
+        with self._lock:
+            try:
+                self._write(data, keep_on_error=partial_ok)
+            except BrokerConnectionError as exc:
+                if not (partial_ok and isinstance(exc, ConnectionClosedError)):
+                    self._drop()
+                    raise
+                # The broker closed while we were still writing: the answers it sent before
+                # closing are still in our receive buffer, so read on until EOF.
+            answers: list[bytes] = []
+            try:
+                for _ in range(expect):
+                    answers.append(self._read_frame())
+            except ConnectionClosedError:
+                if not partial_ok:
+                    raise
+            return answers
+
+    def read_response(self) -> bytes:
+        """Read one more response frame body (for callers that pipelined with `send_bytes`)."""
+        with self._lock:
+            return self._read_frame()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _error(self, what: str, exc: BaseException | None = None) -> BrokerConnectionError:
+        closed = isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError))
+        cls = ConnectionClosedError if closed else BrokerConnectionError
+        detail = f"{what}: {exc}" if exc is not None else what
+        return cls(detail, host=self.host, port=self.port)
+
+    def _drop(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def _ensure(self) -> socket.socket:
+        if self._sock is not None:
+            return self._sock
+        now = self._clock()
+        if now < self._retry_at:
+            raise BrokerConnectionError(
+                f"not reconnecting for another {self._retry_at - now:.3f}s after "
+                f"{self._failures} failed connect(s)", host=self.host, port=self.port)
+        try:
+            sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET,
+                                 socket.SOCK_STREAM)
+        except OSError as exc:
+            raise self._error("cannot create socket", exc) from exc
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if self.send_buffer > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
+            if self.recv_buffer > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.recv_buffer)
+            sock.settimeout(self.connect_timeout)
+            sock.connect((self.host, self.port))
+            sock.settimeout(self.socket_timeout)
+        except OSError as exc:
+            sock.close()
+            self._failures += 1
+            delay = min(self.reconnect_backoff * 2 ** (self._failures - 1),
+                        self.reconnect_backoff_max)
+            self._retry_at = self._clock() + delay
+            what = "connect timed out" if isinstance(exc, TimeoutError) else "cannot connect"
+            raise BrokerConnectionError(f"{what}: {exc}", host=self.host,
+                                        port=self.port) from exc
+        if self._failures:
+            log.info("reconnected to broker %s:%s after %d failed attempt(s)",
+                     self.host, self.port, self._failures)
+        self._failures = 0
+        self._retry_at = 0.0
+        self.requests_sent = 0
+        self.connected_at = self._clock()
+        self._sock = sock
+        return sock
+
+    @staticmethod
+    def _peer_closed(sock: socket.socket) -> bool:
+        """True if the socket is readable: EOF, a reset, or bytes nobody asked for.
+
+        Any of those means the connection must not be reused (unexpected bytes would be
+        mistaken for the answer to the next request).
+        """
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+    def _write(self, data: bytes, *, keep_on_error: bool = False) -> None:
+        if self._sock is not None and self._peer_closed(self._sock):
+            log.warning("broker %s:%s had closed the connection (a produce sent on it earlier "
+                        "was probably rejected, or it idled out); reconnecting",
+                        self.host, self.port)
+            self._drop()
+        sock = self._ensure()
+        try:
+            sock.sendall(data)
+        except OSError as exc:
+            if not keep_on_error:
+                self._drop()
+            raise self._error("send failed", exc) from exc
+        self.requests_sent += 1
+
+    def _recv_exact(self, sock: socket.socket, view: memoryview) -> None:
+        pos, size = 0, len(view)
+        while pos < size:
+            try:
+                n = sock.recv_into(view[pos:], size - pos)
+            except TimeoutError as exc:
+                self._drop()
+                raise self._error(
+                    f"timed out after {self.socket_timeout}s waiting for a response") from exc
+            except OSError as exc:
+                self._drop()
+                raise self._error("receive failed", exc) from exc
+            if n == 0:
+                self._drop()
+                raise ConnectionClosedError("broker closed the connection", host=self.host,
+                                            port=self.port)
+            pos += n
+
+    def _read_frame(self) -> bytes:
+        return self._read_frame_split(0)[1]
+
+    def _read_frame_split(self, head_size: int) -> tuple[bytes, bytes]:
+        sock = self._sock
+        if sock is None:
+            raise ConnectionClosedError("no open connection to read a response from",
+                                        host=self.host, port=self.port)
+        # The int32 size and the caller's head (e.g. the int16 error) in one read.
+        start = self._size_buf if not head_size else bytearray(4 + head_size)
+        with memoryview(start) as view:
+            self._recv_exact(sock, view)
+        (size,) = _SIZE.unpack_from(start)
+        if not max(2, head_size) <= size <= MAX_RESPONSE_SIZE:
+            self._drop()
+            raise BrokerConnectionError(f"invalid response size {size} (lost frame sync?)",
+                                        host=self.host, port=self.port)
+        head = bytes(start[4:])
+        buf = bytearray(size - head_size)
+        with memoryview(buf) as view:
+            self._recv_exact(sock, view)
+        return head, bytes(buf)
