@@ -9,4 +9,5 @@ pytest_plugins = [
     "fixtures.zookeeper",
     "fixtures.brokers",
     "fixtures.spark",
+    "fixtures.tansu",
 ]
