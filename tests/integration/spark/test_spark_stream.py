@@ -1,0 +1,79 @@
+"""Streaming reads: availableNow with a byte budget, restart from the checkpoint, ZK commits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka07_data import ProducedCluster, collect_rows, fill
+
+from zkconsumer.zk.offsets import read_group_offsets
+from zkconsumer.zk.session import ZkSession
+
+pytestmark = pytest.mark.slow
+
+
+def _run(spark: Any, cluster: ProducedCluster, out: Path, ckpt: Path) -> None:
+    q = (spark.readStream.format("kafka07")
+         .option("zookeeper.connect", cluster.zk_connect).option("topic", cluster.topic)
+         .option("maxBytesPerTrigger", "1500").option("commitToGroup", "spark-g").load()
+         .writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert q.exception() is None
+
+
+def _batches(ckpt: Path) -> dict[int, dict[str, dict[str, int]]]:
+    """batch id -> end offsets, read from Spark's checkpoint (3rd line of offsets/<id>)."""
+    return {int(f.name): json.loads(f.read_text().splitlines()[2])
+            for f in (ckpt / "offsets").iterdir() if f.name.isdigit()}
+
+
+def test_available_now_restart_is_exact_and_group_lags_one_batch(
+        spark: Any, produced_cluster: ProducedCluster, zk_session: ZkSession,
+        tmp_path: Path) -> None:
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    _run(spark, produced_cluster, out, ckpt)
+    batches = _batches(ckpt)
+    last = max(batches)
+    assert last >= 2  # ~4.6 kB backlog in 1500-byte triggers
+    assert batches[last] == produced_cluster.latest()
+    assert collect_rows(spark.read.parquet(str(out))) == produced_cluster.rows()
+    # Spark commits batch N when it plans N+1: ZooKeeper holds the second-to-last end
+    assert read_group_offsets(zk_session, "spark-g") == batches[last - 1]
+
+    fill(produced_cluster, 1, tag="more-")
+    _run(spark, produced_cluster, out, ckpt)
+    rows = collect_rows(spark.read.parquet(str(out)))
+    assert len(rows) == len(set(rows))  # no duplicates across the restart
+    assert rows == produced_cluster.rows()  # and nothing lost
+    batches = _batches(ckpt)
+    assert batches[max(batches)] == produced_cluster.latest()
+    committed = read_group_offsets(zk_session, "spark-g")["events"]
+    assert all(committed[k] >= batches[last]["events"][k] for k in committed)
+
+
+def test_processing_time_trigger_follows_the_log(spark: Any, produced_cluster: ProducedCluster
+                                                 ) -> None:
+    from fixtures.waiting import wait_until
+
+    q = (spark.readStream.format("kafka07")
+         .option("zookeeper.connect", produced_cluster.zk_connect)
+         .option("topic", produced_cluster.topic).load()
+         .writeStream.format("memory").queryName("kafka07_follow")
+         .trigger(processingTime="500 milliseconds").start())
+    try:
+        def seen() -> int:
+            return int(spark.sql("select count(*) from kafka07_follow").collect()[0][0])
+
+        wait_until(lambda: seen() == len(produced_cluster.rows()), timeout=60,
+                   what="the backlog in the memory sink")
+        fill(produced_cluster, 1, tag="live-")
+        wait_until(lambda: seen() == len(produced_cluster.rows()), timeout=60,
+                   what="new messages picked up by the running query")
+        rows = collect_rows(spark.table("kafka07_follow"))
+        assert rows == produced_cluster.rows()
+    finally:
+        q.stop()

@@ -1,0 +1,8 @@
+"""migrate layer: tools for moving data and consumer state off a Kafka 0.7 cluster.
+
+* `zkconsumer.migrate.offsets` -- export / import / reset of consumer-group offsets in
+  ZooKeeper (ExportZkOffsets, ImportZkOffsets, UpdateOffsetsInZK, validated and safe);
+* `zkconsumer.migrate.logdir` -- read a broker's ``log.dir`` segment files directly;
+* ``offsets_cli`` / ``logdir_cli`` -- the ``zkconsumer offsets`` and ``zkconsumer logdir``
+  commands.  The Spark export lives in `zkconsumer.spark`.  See docs/migration.md.
+"""
