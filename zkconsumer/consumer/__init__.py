@@ -1,0 +1,34 @@
+"""The balanced consumer group of Kafka 0.7, interoperable with Scala consumers.
+
+Public API (docs/architecture.md, docs/consumer.md)::
+
+    from zkconsumer.consumer import ConsumerConfig, Subscription, GroupConsumer
+
+Modules: `config` (0.7 properties), `properties` (Java .properties reader), `subscription`
+(static / wildcard TopicCount), `assignment` (the pure rebalance decision), `view` (reading
+the group from ZooKeeper), `ownership` (claim / release / commit), `fetcher` (one thread per
+broker), `delivery` (bounded chunk queues), `coordinator` (watches, rebalance loop, session
+handling), `group` (the facade), `groupinfo` (describe / verify a group), `cli`
+(``zkconsumer group``).
+"""
+
+from zkconsumer.consumer.assignment import assign, assign_topics
+from zkconsumer.consumer.config import ConsumerConfig
+from zkconsumer.consumer.group import GroupConsumer
+from zkconsumer.consumer.message import ConsumerListener, ConsumerStats, Message, MessageBatch
+from zkconsumer.consumer.properties import load_properties, parse_properties
+from zkconsumer.consumer.subscription import Subscription
+
+__all__ = [
+    "ConsumerConfig",
+    "ConsumerListener",
+    "ConsumerStats",
+    "GroupConsumer",
+    "Message",
+    "MessageBatch",
+    "Subscription",
+    "assign",
+    "assign_topics",
+    "load_properties",
+    "parse_properties",
+]

@@ -1,0 +1,77 @@
+"""``zkconsumer group``: list groups, describe one (members, owners, offsets, lag), verify it.
+
+``zkconsumer group describe --zk HOST:PORT[/chroot] --group G [--json] [--verify]`` prints the
+members (ids value and thread ids), then one line per partition: owner, committed offset, log
+end (offsets request -1 to the broker) and lag in bytes, like 0.7's ConsumerOffsetChecker;
+then the VerifyConsumerRebalance check (every partition of a subscribed topic owned by a live
+thread).  With ``--verify`` the exit status is 1 when the check fails.
+``zkconsumer group list --zk ...`` prints one group per line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from zkconsumer.consumer.groupinfo import GroupReport, describe_group, list_groups
+from zkconsumer.zk.session import ZkSession
+
+HELP = "inspect consumer groups: list, describe (owners, offsets, lag), verify the rebalance"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="group_command", metavar="SUBCOMMAND", required=True)
+    lst = sub.add_parser("list", help="list the consumer groups in ZooKeeper")
+    lst.add_argument("--zk", required=True, metavar="CONNECT", help="ZooKeeper connect string")
+    desc = sub.add_parser("describe", help="members, owners, offsets and lag of one group")
+    desc.add_argument("--zk", required=True, metavar="CONNECT", help="ZooKeeper connect string")
+    desc.add_argument("--group", required=True)
+    desc.add_argument("--json", action="store_true", help="print the report as JSON")
+    desc.add_argument("--verify", action="store_true",
+                      help="exit 1 if a partition has no owner or an owner that is not live")
+    desc.add_argument("--no-log-end", action="store_true",
+                      help="do not ask the brokers for the log end (no lag column)")
+
+
+def _print_report(report: GroupReport) -> None:
+    out = sys.stdout
+    out.write(f"group {report.group}: {len(report.members)} member(s)\n")
+    for m in report.members:
+        if m.error:
+            out.write(f"  {m.consumer_id}  UNREADABLE: {m.error}\n")
+            continue
+        threads = "; ".join(f"{t}: {', '.join(ids)}" for t, ids in sorted(m.threads.items()))
+        out.write(f"  {m.consumer_id}  {m.registration}  [{threads}]\n")
+    out.write(f"{'topic':<24} {'partition':<10} {'offset':>14} {'log end':>14} {'lag':>12}  "
+              "owner\n")
+    for p in report.partitions:
+        owner = p.owner or "-"
+        if p.owner is not None and not p.owner_live:
+            owner += " (NOT LIVE)"
+        out.write(f"{p.topic:<24} {p.partition:<10} {_n(p.offset):>14} {_n(p.log_end):>14} "
+                  f"{_n(p.lag):>12}  {owner}\n")
+    if report.ok:
+        out.write("rebalance check: OK (every partition owned by a live thread)\n")
+    else:
+        out.write(f"rebalance check: FAILED ({len(report.problems)} problem(s))\n")
+        for problem in report.problems:
+            out.write(f"  {problem}\n")
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def main(args: argparse.Namespace) -> int:
+    with ZkSession(args.zk) as session:
+        if args.group_command == "list":
+            for group in list_groups(session):
+                print(group)
+            return 0
+        report = describe_group(session, args.group, log_end=not args.no_log_end)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    else:
+        _print_report(report)
+    return 1 if args.verify and not report.ok else 0

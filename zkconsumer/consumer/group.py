@@ -1,0 +1,244 @@
+"""`GroupConsumer`: a member of a Kafka 0.7 consumer group, interoperable with Scala members.
+
+Usage::
+
+    config = ConsumerConfig.from_properties(load_properties("consumer.properties"))
+    with GroupConsumer(config, Subscription(topics={"events": 2})) as consumer:
+        for msg in consumer:           # ConsumerTimeoutError per consumer.timeout.ms
+            handle(msg.value)
+
+Delivery semantics: at-least-once.  With ``auto_ack=True`` (default, the reference's
+semantics) a message counts as processed when it is handed out; with ``auto_ack=False`` only
+`ack` counts, and `ack` of a message acknowledges every earlier message of its partition.
+Commits (every ``autocommit.interval.ms``, on every rebalance, on `commit` and on `close`)
+write the acknowledged position.  Duplicates after a failure are bounded by what was
+acknowledged but not yet committed (plus a whole compressed set, whose inner messages share
+offsets).
+
+Lifecycle: `start` registers and runs the first rebalance (raising `RebalanceFailedError`
+if it cannot); `close` stops fetching, commits (if autocommit is on or acks are manual),
+and closes the ZooKeeper session, so our ids and owner znodes vanish at once and the other
+members rebalance immediately.  See docs/consumer.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import TracebackType
+from typing import Any
+
+from zkconsumer.consumer.config import ConsumerConfig
+from zkconsumer.consumer.coordinator import Coordinator
+from zkconsumer.consumer.delivery import Delivery
+from zkconsumer.consumer.message import ConsumerListener, ConsumerStats, Message, MessageBatch
+from zkconsumer.consumer.subscription import Subscription
+from zkconsumer.errors import ConsumerError, ConsumerTimeoutError, ZooKeeperError
+from zkconsumer.zk.paths import make_consumer_id
+from zkconsumer.zk.session import ZkSession
+
+__all__ = ["GroupConsumer"]
+
+log = logging.getLogger(__name__)
+
+
+class GroupConsumer:
+    """One member of a balanced consumer group (see the module docstring)."""
+
+    def __init__(self, config: ConsumerConfig, subscription: Subscription, *,
+                 sleep: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not isinstance(config, ConsumerConfig):
+            raise ConsumerError("config must be a ConsumerConfig")
+        if not isinstance(subscription, Subscription):
+            raise ConsumerError("subscription must be a Subscription")
+        self.config = config
+        self.subscription = subscription
+        self.consumer_id = (f"{config.group_id}_{config.consumer_id}" if config.consumer_id
+                            else make_consumer_id(config.group_id))
+        self._stats = ConsumerStats()
+        self._listeners: list[ConsumerListener] = []
+        self._delivery = Delivery(config.queuedchunks_max, config.auto_ack, self._stats, clock)
+        self._session = ZkSession(config.zk_connect,
+                                  session_timeout_ms=config.zk_session_timeout_ms,
+                                  connection_timeout_ms=config.zk_connection_timeout_ms)
+        self._coordinator = Coordinator(config, subscription, self._session, self.consumer_id,
+                                        self._delivery, self._stats, self._listeners,
+                                        sleep=sleep, clock=clock)
+        self._started = False
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._autocommit_stop = threading.Event()
+        self._autocommit_thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"<GroupConsumer {self.consumer_id} {self.subscription!r}>"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect, register, rebalance; `RebalanceFailedError` if the group cannot settle."""
+        if self._started:
+            return
+        if self._closed:
+            raise ConsumerError("consumer is closed")
+        self._started = True
+        self._coordinator.state = "STARTING"
+        self._coordinator._notify("on_state", "STARTING")
+        self._session.start()
+        try:
+            self._coordinator.start()
+        except BaseException:
+            self.close()
+            raise
+        if self.config.autocommit_enable:
+            self._autocommit_thread = threading.Thread(
+                target=self._autocommit, daemon=True,
+                name=f"Kafka-consumer-autocommit-{self.consumer_id}")
+            self._autocommit_thread.start()
+
+    def close(self) -> None:
+        """Stop fetching, commit, and end the ZooKeeper session.  Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._autocommit_stop.set()
+        coordinator = self._coordinator
+        coordinator.close()
+        own = coordinator.ownership
+        own.stop_fetchers()
+        states = list(own.states().values())
+        self._delivery.revoke(states)
+        if states:
+            coordinator._notify("on_revoked", own.owned())
+        if self._started and (self.config.autocommit_enable or not self.config.auto_ack):
+            own.commit()
+        own.drop_all_states()
+        self._delivery.close()
+        self._session.close()
+        own.join_fetchers(timeout=1.0)
+        coordinator._set_state("CLOSED")
+
+    def __enter__(self) -> GroupConsumer:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _autocommit(self) -> None:
+        interval = self.config.autocommit_interval_ms / 1000.0
+        while not self._autocommit_stop.wait(interval):
+            try:
+                self._coordinator.ownership.commit()
+            except Exception:  # keep committing on the next tick
+                log.exception("autocommit failed")
+
+    # -- consuming ----------------------------------------------------------------------------
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise ConsumerError("call start() (or use the consumer as a context manager) first")
+
+    def __iter__(self) -> Iterator[Message]:
+        return self
+
+    def __next__(self) -> Message:
+        """The next message; `ConsumerTimeoutError` after ``consumer.timeout.ms`` (the
+        iterator stays usable); StopIteration once closed."""
+        self._check_started()
+        ms = self.config.consumer_timeout_ms
+        msg = self._delivery.poll(None if ms < 0 else ms / 1000.0)
+        if msg is None:
+            if self._delivery.closed:
+                raise StopIteration
+            raise ConsumerTimeoutError(f"no message within consumer.timeout.ms={ms}")
+        return msg
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """One message, or None after ``timeout`` seconds (None: wait) or when closed."""
+        self._check_started()
+        return self._delivery.poll(timeout)
+
+    def poll_batch(self, max_messages: int = 10000,
+                   timeout: float | None = None) -> list[Message]:
+        """Up to ``max_messages`` messages (at least one unless the timeout expired)."""
+        self._check_started()
+        if max_messages < 1:
+            raise ConsumerError("max_messages must be >= 1")
+        return self._delivery.poll_batch(max_messages, timeout)
+
+    def poll_view(self, max_messages: int = 10000,
+                  timeout: float | None = None) -> MessageBatch:
+        """`poll_batch` for hot loops: a `MessageBatch` whose messages are built lazily.
+
+        Same hand-out and ack semantics; iterate it once (or use ``.values()``) -- at high
+        rates this avoids most of the per-message cost (see `Delivery.poll_view`).
+        """
+        self._check_started()
+        if max_messages < 1:
+            raise ConsumerError("max_messages must be >= 1")
+        return self._delivery.poll_view(max_messages, timeout)
+
+    def ack(self, message: Message) -> None:
+        """Acknowledge ``message`` and every earlier message of its partition.
+
+        Acks for partitions this member no longer owns (a rebalance released them) are
+        ignored: their next owner resumes from the last committed offset.
+        """
+        if not self._coordinator.ownership.ack(message):
+            log.debug("ignoring ack of %r: partition no longer owned", message)
+
+    def commit(self) -> None:
+        """Write the acknowledged offsets of owned partitions that changed since last time.
+
+        Raises `ZooKeeperError` if some could not be written (the others are written).
+        """
+        self._check_started()
+        failures = self._coordinator.ownership.commit()
+        if failures:
+            raise ZooKeeperError(f"{failures} offset(s) could not be committed (see log)")
+
+    # -- introspection ------------------------------------------------------------------------
+
+    def owned_partitions(self) -> dict[str, list[str]]:
+        """``{topic: ["B-P", ...]}`` currently owned by this member."""
+        return self._coordinator.ownership.owned()
+
+    def add_listener(self, listener: ConsumerListener | Any) -> None:
+        """Register an object with any of ``on_assigned``, ``on_revoked``, ``on_state``."""
+        self._listeners.append(listener)
+
+    @property
+    def state(self) -> str:
+        return self._coordinator.state
+
+    @property
+    def session(self) -> ZkSession:
+        """The member's ZooKeeper session (tests expire it; tools may read through it)."""
+        return self._session
+
+    def request_rebalance(self) -> None:
+        """Ask the coordinator thread for a rebalance (normally ZooKeeper events do)."""
+        self._coordinator.request_rebalance()
+
+    @property
+    def stats(self) -> ConsumerStats:
+        """Counters, with the per-partition positions refreshed now."""
+        parts: dict[str, dict[str, Any]] = {}
+        for (topic, name), s in sorted(self._coordinator.ownership.states().items()):
+            lag = None
+            if s.log_end is not None and s.consumed_offset is not None:
+                lag = max(0, s.log_end - s.consumed_offset)
+            parts[f"{topic}/{name}"] = {
+                "consumed": s.consumed_offset, "acked": s.acked_offset,
+                "committed": s.committed_offset, "fetched": s.fetch_offset,
+                "log_end": s.log_end, "lag": lag, "thread": s.thread_id,
+                "error": str(s.error) if s.error is not None else None,
+            }
+        self._stats.partitions = parts
+        return self._stats

@@ -1,0 +1,348 @@
+"""`Ownership`: the partitions this member owns -- owner znodes, fetchers, acks and commits.
+
+The coordinator decides; this module carries decisions out in the one order that keeps the
+group safe when Scala members share it (REFERENCE §2.4, §6.2, §6.4):
+
+* **release** = stop fetching and drop queued chunks (`Delivery.revoke`), tell the listeners
+  (``on_revoked``: last chance to ack), **commit**, mark the states released, and only then
+  delete the owner znodes -- so the next owner resumes exactly after the last acknowledged
+  message.  Only owner znodes that still hold *our* thread id are deleted (KAFKA-262);
+* **claim** is all or nothing: owner znodes are created in sorted order and the first
+  conflict (a znode holding another value) rolls back every znode created by this call.
+  Identical data owned by our own session counts as ours (a create retried after a lost
+  answer), as ``createEphemeralPathExpectConflict`` does;
+* offsets of newly claimed partitions are read *after* the claim succeeded, so they include
+  the previous owner's final commit (Scala reads them before claiming and may replay more).
+
+Commits (`commit`) write only offsets that changed since the last write (Scala rewrites every
+owned partition each time; unchanged offsets only load ZooKeeper).  They are serialised with
+releases by ``_commit_lock``, which fixes the reference race where the autocommit thread
+could write the offset of a partition being released -- and possibly already re-owned.
+Acks take the short ``_ack_lock`` only, never a ZooKeeper call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+
+from zkconsumer.consumer.config import ConsumerConfig
+from zkconsumer.consumer.delivery import Delivery
+from zkconsumer.consumer.fetcher import Fetcher
+from zkconsumer.consumer.message import ConsumerStats, Message, PartitionState
+from zkconsumer.errors import ZkConsumerError, ZooKeeperError
+from zkconsumer.zk.offsets import commit_offset, read_offset
+from zkconsumer.zk.paths import (
+    BrokerInfo,
+    encode_offset,
+    offset_path,
+    owner_path,
+    parse_offset,
+    parse_partition_name,
+)
+from zkconsumer.zk.session import ZkSession
+
+__all__ = ["Conflict", "Ownership", "group_by_topic"]
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (topic, "B-P")
+#: (owner path, value found there or None if it vanished meanwhile)
+Conflict = tuple[str, bytes | None]
+
+
+def group_by_topic(keys: Iterable[Key]) -> dict[str, list[str]]:
+    """``[(topic, "B-P"), ...]`` -> ``{topic: sorted ["B-P", ...]}``."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for topic, name in keys:
+        out[topic].append(name)
+    return {t: sorted(v) for t, v in sorted(out.items())}
+
+
+class Ownership:
+    """Registry of owned partitions and the machinery around them (see module docstring)."""
+
+    def __init__(self, session: ZkSession, config: ConsumerConfig, consumer_id: str,
+                 delivery: Delivery, stats: ConsumerStats,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.session = session
+        self.config = config
+        self.group = config.group_id
+        self.consumer_id = consumer_id
+        self.delivery = delivery
+        self.stats = stats
+        self._clock = clock
+        self._states: dict[Key, PartitionState] = {}
+        self._fetchers: list[Fetcher] = []
+        self._stopped_fetchers: list[Fetcher] = []
+        self._brokers: dict[int, BrokerInfo] = {}
+        self._commit_lock = threading.RLock()
+        self._ack_lock = threading.Lock()
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def states(self) -> dict[Key, PartitionState]:
+        """A snapshot (the registry changes on the coordinator thread)."""
+        with self._ack_lock:
+            return dict(self._states)
+
+    def owned(self) -> dict[str, list[str]]:
+        return group_by_topic(self.states())
+
+    # -- acks and commits ----------------------------------------------------------------------
+
+    def ack(self, message: Message) -> bool:
+        """Acknowledge ``message`` and every earlier one of its partition; False if stale."""
+        state = message._state
+        if state is None:
+            return False
+        with self._ack_lock:
+            if state.released:
+                return False
+            if state.acked_offset is None or message.next_offset > state.acked_offset:
+                state.acked_offset = message.next_offset
+            return True
+
+    def commit(self, states: Iterable[PartitionState] | None = None, *,
+               forward_only: bool = False) -> int:
+        """Write changed acknowledged offsets; returns the number of failed writes.
+
+        ``forward_only`` is used after a session loss, when our owner znodes are gone and
+        another member may already own the partition: we then write our acknowledged offset
+        only if it is *ahead* of the stored one.  That can never lose a message (everything
+        before it was acknowledged by our application) and never rewinds a new owner that
+        already committed further; it spares the next owner replaying what we processed.
+        The same check guards the first write of a position that did not come from
+        ZooKeeper (an ``autooffset.reset`` start): if someone stored an offset at or beyond
+        it meanwhile -- a member that lost its session committing late -- we keep theirs.
+        """
+        with self._commit_lock:
+            todo: list[tuple[PartitionState, int]] = []
+            with self._ack_lock:
+                for state in (self._states.values() if states is None else states):
+                    value = state.acked_offset
+                    if not state.released and value is not None and value != state.committed_offset:
+                        todo.append((state, value))
+            if not todo:
+                return 0
+            started = self._clock()
+            failures = 0
+            for state, value in todo:
+                try:
+                    if forward_only or state.committed_offset is None:
+                        if not self._commit_forward(state, value):
+                            continue
+                    else:
+                        commit_offset(self.session, self.group, state.topic, state.name, value)
+                    log.debug("committed %s/%s = %s", state.topic, state.name, value)
+                    state.committed_offset = value
+                    self.stats.offsets_written += 1
+                except ZkConsumerError as exc:
+                    failures += 1
+                    log.warning("could not commit offset %s of %s/%s: %s", value, state.topic,
+                                state.name, exc)
+            self.stats.commits += 1
+            self.stats.commit_failures += failures
+            self.stats.last_commit_latency = self._clock() - started
+            return failures
+
+    def _commit_forward(self, state: PartitionState, value: int) -> bool:
+        """Write ``value`` only if it is ahead of the stored offset, atomically.
+
+        A compare-and-set on the znode version (create if absent), so a concurrent writer
+        is never rewound.  False if the stored offset is already at or beyond ``value``.
+        """
+        path = offset_path(self.group, state.topic, state.name)
+        data = encode_offset(value)
+        client = self.session.client
+        for _ in range(10):
+            node = self.session.get_node(path)
+            try:
+                if node is None:
+                    self.session.create_persistent_parents(path)
+                    client.create(path, data)
+                    return True
+                stored = parse_offset(path, node.data)
+                if stored >= value:
+                    log.info("not committing %s/%s at %s: %s is stored already", state.topic,
+                             state.name, value, stored)
+                    return False
+                client.set(path, data, version=node.version)
+                return True
+            except (NodeExistsError, BadVersionError, NoNodeError):
+                continue  # somebody wrote in between: look again
+            except KazooException as exc:
+                raise ZooKeeperError(f"commit {path}: {type(exc).__name__} {exc}") from exc
+        raise ZooKeeperError(f"commit {path}: the offset keeps changing under us")
+
+    def write_reset(self, state: PartitionState, offset: int) -> None:
+        """Persist an out-of-range reset at once (reference FetcherRunnable behaviour)."""
+        with self._commit_lock:
+            if state.released:
+                return
+            commit_offset(self.session, self.group, state.topic, state.name, offset)
+            state.committed_offset = offset
+
+    # -- fetchers ------------------------------------------------------------------------------
+
+    def stop_fetchers(self) -> None:
+        """Invalidate every fetcher at once (they exit on their own; nothing they fetch counts)."""
+        fetchers, self._fetchers = self._fetchers, []
+        self.delivery.stop([f.handle for f in fetchers])
+        for f in fetchers:
+            f.stop()
+        self._stopped_fetchers = [f for f in self._stopped_fetchers + fetchers if f.alive]
+
+    def start_fetchers(self, brokers: Mapping[int, BrokerInfo]) -> None:
+        """One fetcher per broker for the active, healthy partitions we own."""
+        self.stop_fetchers()
+        self._brokers = dict(brokers)
+        per_broker: dict[int, list[PartitionState]] = defaultdict(list)
+        for state in self.states().values():
+            if state.active and state.error is None:
+                per_broker[state.broker_id].append(state)
+        cfg = self.config
+        for bid, states in sorted(per_broker.items()):
+            broker = brokers.get(bid)
+            if broker is None:  # checked by the coordinator; stay defensive
+                log.warning("broker %s is not registered; its partitions wait for the next "
+                            "rebalance", bid)
+                continue
+            fetcher = Fetcher(
+                broker, states, self.delivery, reset_policy=cfg.autooffset_reset,
+                fetch_size=cfg.fetch_size, max_fetch_size=cfg.max_fetch_size,
+                backoff_s=cfg.fetcher_backoff_ms / 1000.0,
+                socket_timeout_s=cfg.socket_timeout_ms / 1000.0,
+                buffer_size=cfg.socket_buffersize, on_reset=self.write_reset,
+                name=f"{self.consumer_id}-fetcher-{bid}")
+            self._fetchers.append(fetcher)
+            fetcher.start()
+
+    def fetchers_match(self, brokers: Mapping[int, BrokerInfo]) -> bool:
+        """True if the running fetchers use the current addresses of their brokers."""
+        return all(brokers.get(f.broker.id) == f.broker and f.alive for f in self._fetchers)
+
+    def join_fetchers(self, timeout: float) -> None:
+        deadline = self._clock() + timeout
+        for f in self._stopped_fetchers + self._fetchers:
+            f.join(max(0.0, deadline - self._clock()))
+
+    # -- release and claim ---------------------------------------------------------------------
+
+    def release(self, keys: Iterable[Key], on_revoked: Callable[[dict[str, list[str]]], None],
+                *, delete_owners: bool = True, forward_only: bool = False) -> None:
+        """Revoke partitions in the safe order: stop, notify, commit, forget, delete znodes.
+
+        Fetchers must already be stopped (`stop_fetchers`) by the caller.  ``delete_owners``
+        is False after a session loss (the znodes died with the session).
+        """
+        current = self.states()
+        states = [current[k] for k in keys if k in current]
+        if not states:
+            return
+        self.delivery.revoke(states)
+        on_revoked(group_by_topic(s.key for s in states))
+        with self._commit_lock:
+            self.commit(states, forward_only=forward_only)
+            with self._ack_lock:
+                for state in states:
+                    state.released = True
+                    self._states.pop(state.key, None)
+        if delete_owners:
+            for state in states:
+                self._delete_owner(state)
+
+    def _delete_owner(self, state: PartitionState) -> None:
+        path = owner_path(self.group, state.topic, state.name)
+        try:
+            holder = self.session.get(path)
+            if holder == state.thread_id.encode():
+                self.session.delete(path)
+            elif holder is not None:
+                log.warning("not deleting %s: it holds %r, not our %r", path, holder,
+                            state.thread_id)
+        except ZkConsumerError as exc:
+            log.warning("could not release %s: %s", path, exc)
+
+    def verify(self, keys: Iterable[Key]) -> list[Key]:
+        """Keys whose owner znode no longer holds our thread id (lost behind our back)."""
+        lost = []
+        current = self.states()
+        for key in keys:
+            state = current.get(key)
+            if state is None:
+                continue
+            holder = self.session.get(owner_path(self.group, key[0], key[1]))
+            if holder != state.thread_id.encode():
+                log.warning("owner znode of %s/%s holds %r, expected %r", key[0], key[1],
+                            holder, state.thread_id)
+                lost.append(key)
+        return lost
+
+    def claim(self, wanted: Mapping[Key, str]) -> list[Conflict]:
+        """Create every owner znode of ``wanted`` or none; return the conflicts found.
+
+        On success, creates the partition states (offsets read from ZooKeeper now; a missing
+        offset leaves the fetch offset unknown for the fetcher to resolve by
+        ``autooffset.reset``).  Does not start fetchers.
+        """
+        created: list[str] = []
+        conflicts: list[Conflict] = []
+        items = sorted(wanted.items())
+        try:
+            for i, ((topic, name), thread) in enumerate(items):
+                path = owner_path(self.group, topic, name)
+                if self.session.create_ephemeral_expect_conflict(path, thread.encode()):
+                    created.append(path)
+                    continue
+                conflicts.append((path, self.session.get(path)))
+                # Fail fast (fewer znodes to roll back, less disturbance to the others), but
+                # report every conflicting owner we can see, for the error message.
+                for (t2, n2), th2 in items[i + 1:]:
+                    p2 = owner_path(self.group, t2, n2)
+                    held = self.session.get(p2)
+                    if held is not None and held != th2.encode():
+                        conflicts.append((p2, held))
+                break
+        except ZkConsumerError:
+            self._rollback(created)
+            raise
+        if conflicts:
+            self._rollback(created)
+            return conflicts
+        try:
+            new_states = [self._new_state(topic, name, thread) for (topic, name), thread in items]
+        except ZkConsumerError:
+            self._rollback(created)
+            raise
+        with self._ack_lock:
+            for state in new_states:
+                self._states[state.key] = state
+        return []
+
+    def _rollback(self, created: list[str]) -> None:
+        for path in created:
+            try:
+                self.session.delete(path)
+            except ZkConsumerError as exc:
+                log.warning("could not roll back owner znode %s: %s", path, exc)
+
+    def _new_state(self, topic: str, name: str, thread: str) -> PartitionState:
+        broker, part = parse_partition_name(name)
+        offset = read_offset(self.session, self.group, topic, name)
+        return PartitionState(topic, broker, part, thread, offset, offset, self.config.fetch_size)
+
+    def drop_all_states(self) -> list[PartitionState]:
+        """Forget every state without committing (used at close after the final commit)."""
+        with self._ack_lock:
+            states = list(self._states.values())
+            for s in states:
+                s.active = False
+                s.released = True
+            self._states.clear()
+        return states

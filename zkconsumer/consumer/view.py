@@ -1,0 +1,98 @@
+"""`read_view`: one consistent-enough read of what a rebalance decides from.
+
+REFERENCE §2.4 steps 1-3: every member of ``/consumers/G/ids`` with its thread ids per topic
+(both ids forms: JSON ``{ "t": n }`` and wildcard ``*n*regex`` / ``!n!regex`` expanded against
+the children of ``/brokers/topics`` with a full match), and the partitions ``"B-P"`` of each
+of my topics from ``/brokers/topics/T/*``.
+
+Choice where the reference fails: a member whose ids value cannot be parsed makes every
+Scala member's rebalance throw (and fail after its retries).  We log an ERROR naming it and
+treat it as a member with *no threads*.  That stays safe: ownership is still arbitrated by
+the owner znodes, so if that member (or a Scala member that can read its value) does own
+partitions, our claim on them conflicts and is rolled back; the worst case is a failed
+attempt, which is what the reference gives anyway.
+
+Invariants: a member or broker znode that vanishes between listing and reading is skipped
+(it is leaving; its departure fires the watch and we rebalance again); our own registration
+must be in the view, else `ConsumerError` fails the attempt (the reference throws too).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from zkconsumer.consumer.assignment import assign_topics
+from zkconsumer.consumer.subscription import Subscription
+from zkconsumer.errors import ConsumerError, ZnodeDataError
+from zkconsumer.zk.paths import (
+    BrokerInfo,
+    TopicCount,
+    consumer_id_path,
+    consumer_ids_path,
+    parse_topic_count,
+)
+from zkconsumer.zk.registry import read_brokers, read_partition_names, read_topics
+from zkconsumer.zk.session import ZkSession
+
+__all__ = ["GroupView", "read_view"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GroupView:
+    """What one rebalance attempt sees."""
+
+    members: dict[str, TopicCount]
+    all_topics: list[str]
+    my_threads: dict[str, list[str]]          # my topic -> my thread ids
+    threads: dict[str, list[str]]             # my topic -> every member's thread ids
+    partitions: dict[str, list[str]]          # my topic -> "B-P" names
+    brokers: dict[int, BrokerInfo]
+    unreadable: dict[str, str] = field(default_factory=dict)  # consumer id -> why
+
+    def decide(self) -> dict[tuple[str, str], str]:
+        """``{(topic, "B-P"): my thread id}`` -- the reference assignment for my threads."""
+        per_topic = assign_topics(self.partitions, self.threads, self.my_threads)
+        return {(topic, name): thread for topic, m in per_topic.items()
+                for name, thread in m.items()}
+
+
+def read_members(session: ZkSession, group: str) -> tuple[dict[str, TopicCount], dict[str, str]]:
+    """Every registered member's `TopicCount`, and the unreadable ones with the reason."""
+    members: dict[str, TopicCount] = {}
+    unreadable: dict[str, str] = {}
+    for cid in session.get_children(consumer_ids_path(group)):
+        path = consumer_id_path(group, cid)
+        data = session.get(path)
+        if data is None:
+            continue
+        try:
+            members[cid] = parse_topic_count(path, data)
+        except ZnodeDataError as exc:
+            log.error("group %s: member %s has an unreadable registration, treating it as "
+                      "having no threads (Scala members cannot rebalance until it is fixed): %s",
+                      group, cid, exc)
+            unreadable[cid] = str(exc)
+    return members, unreadable
+
+
+def read_view(session: ZkSession, group: str, consumer_id: str,
+              subscription: Subscription) -> GroupView:
+    """Read members, topics, partitions and brokers for one rebalance attempt."""
+    members, unreadable = read_members(session, group)
+    if consumer_id not in members:
+        raise ConsumerError(f"group {group}: our registration {consumer_id} is missing from "
+                            f"{consumer_ids_path(group)}")
+    need_topics = subscription.is_wildcard or any(tc.is_wildcard for tc in members.values())
+    all_topics = read_topics(session) if need_topics else []
+    my_threads = subscription.thread_ids(consumer_id, all_topics)
+    threads: dict[str, list[str]] = {t: [] for t in my_threads}
+    for cid, tc in members.items():
+        for topic, ids in tc.thread_ids_per_topic(cid, all_topics).items():
+            if topic in threads:
+                threads[topic].extend(ids)
+    partitions = {topic: read_partition_names(session, topic) for topic in my_threads}
+    brokers = read_brokers(session)
+    return GroupView(members, all_topics, my_threads, threads, partitions, brokers, unreadable)
