@@ -1,0 +1,224 @@
+"""ExecSink with real child processes: protocol, batch acks, crash + redelivery, shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from daemon_unit_helpers import make_messages, python_command
+from fixtures.waiting import wait_until
+
+from zkconsumer.daemon.sinks.exec import ExecSink, ProtocolViolation, parse_acks
+from zkconsumer.daemon.tracker import AckTracker
+
+# Acknowledges every line with "ok" after recording it (argv[1]).
+ACK_EACH = """
+    import sys
+    rec = open(sys.argv[1], "ab")
+    for line in sys.stdin.buffer:
+        rec.write(line); rec.flush()
+        sys.stdout.write("ok\\n"); sys.stdout.flush()
+"""
+
+# Reads what is available and acknowledges it with one "ack N".
+ACK_BATCH = """
+    import os, sys
+    rec = open(sys.argv[1], "ab")
+    buf = b""
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            break
+        buf += chunk
+        *lines, buf = buf.split(b"\\n")
+        if lines:
+            rec.write(b"".join(l + b"\\n" for l in lines)); rec.flush()
+            os.write(1, b"ack %d\\n" % len(lines))
+"""
+
+# First child: acknowledges 3 messages, then dies having read more.  Later ones ack all.
+CRASH_ONCE = """
+    import os, sys
+    rec = open(sys.argv[1], "ab")
+    first = os.environ["ZKCONSUMER_RESTARTS"] == "0"
+    n = 0
+    for line in sys.stdin.buffer:
+        rec.write(os.environ["ZKCONSUMER_RESTARTS"].encode() + b" " + line); rec.flush()
+        n += 1
+        if first and n > 5:
+            os._exit(3)
+        if not first or n <= 3:
+            sys.stdout.write("ok\\n"); sys.stdout.flush()
+"""
+
+NEVER_ACK = """
+    import sys, time
+    for line in sys.stdin.buffer:
+        pass
+    time.sleep(60)   # ignores EOF too
+"""
+
+BAD_PROTOCOL = """
+    import os, sys
+    for line in sys.stdin.buffer:
+        if os.environ["ZKCONSUMER_RESTARTS"] == "0":
+            sys.stdout.write("hello\\n")
+        else:
+            sys.stdout.write("ok\\n")
+        sys.stdout.flush()
+"""
+
+BINARY_ACK = """
+    import struct, sys
+    rec = open(sys.argv[1], "ab")
+    inp = sys.stdin.buffer
+    while True:
+        head = inp.read(4)
+        if len(head) < 4:
+            break
+        (n,) = struct.unpack(">i", head)
+        rec.write(inp.read(n) + b"|"); rec.flush()
+        sys.stdout.write("ack 1\\n"); sys.stdout.flush()
+"""
+
+
+def _sink(tmp_path: Path, source: str, fmt: str = "lines", **kw: float) -> tuple[ExecSink, Path]:
+    rec = tmp_path / "received"
+    cmd = python_command(tmp_path, "child", source) + f" '{rec}'"
+    backoff = kw.get("backoff", 0.05)
+    sink = ExecSink(AckTracker(), cmd, fmt, restart_backoff=backoff, restart_backoff_max=backoff)
+    return sink, rec
+
+
+def test_parse_acks() -> None:
+    assert parse_acks([b"ok", b"ok"]) == 2
+    assert parse_acks([b"ack 5", b"", b"ok\r", b" ack 2 "]) == 8
+    for bad in ([b"ack 0"], [b"ack x"], [b"okay"], [b"ack -1"]):
+        with pytest.raises(ProtocolViolation):
+            parse_acks(bad)
+
+
+@pytest.mark.parametrize("source", [ACK_EACH, ACK_BATCH])
+def test_acknowledged_messages_reach_tracker(tmp_path: Path, source: str) -> None:
+    sink, rec = _sink(tmp_path, source)
+    sink.start()
+    try:
+        a = make_messages(50, partition=0)
+        b = make_messages(30, partition=1)
+        sink.submit(a[:20])
+        sink.submit(b)
+        sink.submit(a[20:])
+        wait_until(lambda: sink.tracker.acked_messages == 80, what="80 acks")
+        assert sink.inflight() == 0
+        assert sorted(sink.tracker.take(), key=lambda m: m.partition_id) == [a[-1], b[-1]]
+        assert rec.read_bytes() == b"".join(m.value + b"\n" for m in a[:20] + b + a[20:])
+    finally:
+        sink.close(2.0)
+
+
+def test_crashed_child_gets_unacknowledged_messages_again(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, CRASH_ONCE)
+    sink.start()
+    try:
+        batch = make_messages(10)
+        sink.submit(batch)
+        wait_until(lambda: sink.tracker.acked_messages == 10, what="all acked after restart")
+        assert sink.restarts == 1 and sink.errors == 1
+        lines = rec.read_bytes().splitlines()
+        first = [line.split(b" ")[1] for line in lines if line.startswith(b"0 ")]
+        second = [line.split(b" ")[1] for line in lines if line.startswith(b"1 ")]
+        assert first == [m.value for m in batch[:6]]
+        # exactly the unacknowledged ones (m3..m9), in order, nothing skipped
+        assert second == [m.value for m in batch[3:]]
+        assert sink.redelivered == 7
+        assert sink.tracker.take() == [batch[-1]]
+    finally:
+        sink.close(2.0)
+
+
+def test_kill_9_of_child_loses_nothing(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, ACK_BATCH)
+    sink.start()
+    try:
+        batch = make_messages(2000)
+        sink.submit(batch[:1000])
+        wait_until(lambda: sink.tracker.acked_messages >= 1, what="first acks")
+        pid = sink.child_pid
+        assert pid is not None
+        os.killpg(pid, signal.SIGKILL)
+        sink.submit(batch[1000:])
+        wait_until(lambda: sink.tracker.acked_messages == 2000 and sink.inflight() == 0,
+                   what="every message acknowledged")
+        assert sink.restarts == 1
+        received = set(rec.read_bytes().splitlines())
+        assert received == {m.value for m in batch}
+        assert sink.tracker.take() == [batch[-1]]
+    finally:
+        sink.close(2.0)
+
+
+def test_protocol_violation_restarts_child(tmp_path: Path) -> None:
+    sink, _ = _sink(tmp_path, BAD_PROTOCOL)
+    sink.start()
+    try:
+        sink.submit(make_messages(3))
+        wait_until(lambda: sink.tracker.acked_messages == 3, what="acks from 2nd child")
+        assert sink.restarts == 1
+    finally:
+        sink.close(2.0)
+
+
+def test_binary_format(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, BINARY_ACK, fmt="binary")
+    sink.start()
+    try:
+        batch = make_messages(5)
+        sink.submit(batch)
+        wait_until(lambda: sink.tracker.acked_messages == 5, what="5 acks")
+        assert rec.read_bytes() == b"m0|m1|m2|m3|m4|"
+    finally:
+        sink.close(2.0)
+
+
+def test_inflight_drain_and_bounded_close(tmp_path: Path) -> None:
+    sink, _ = _sink(tmp_path, NEVER_ACK)
+    sink.start()
+    sink.submit(make_messages(7))
+    assert sink.inflight() == 7
+    assert sink.drain(0.1) is False
+    started = time.monotonic()
+    sink.close(0.3)  # EOF is ignored: SIGTERM follows
+    assert time.monotonic() - started < 5.0
+    assert sink.tracker.acked_messages == 0
+    assert sink.tracker.take() == []
+
+
+def test_drain_waits_for_acks(tmp_path: Path) -> None:
+    sink, _ = _sink(tmp_path, ACK_EACH)
+    sink.start()
+    try:
+        sink.submit(make_messages(100))
+        assert sink.drain(10.0) is True
+        assert sink.tracker.acked_messages == 100
+    finally:
+        sink.close(2.0)
+
+
+def test_revoked_messages_are_not_redelivered(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, CRASH_ONCE, backoff=0.3)  # revoke lands before the restart
+    sink.start()
+    try:
+        p0 = make_messages(4, partition=0, prefix="a")
+        p1 = make_messages(4, partition=1, prefix="b")
+        sink.submit(p0 + p1)   # child 0 acks a0..a2, reads up to b1, dies
+        sink.tracker.revoke([("t", 0, 1)])   # partition 1 moved away meanwhile
+        wait_until(lambda: sink.inflight() == 0, what="remaining acks")
+        second = [line.split(b" ")[1] for line in rec.read_bytes().splitlines()
+                  if line.startswith(b"1 ")]
+        assert second == [b"a3"]
+        assert sink.tracker.take() == [p0[-1]]
+    finally:
+        sink.close(2.0)

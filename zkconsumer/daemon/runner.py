@@ -1,0 +1,401 @@
+"""`Daemon`: the ``zkconsumer run`` main loop -- poll, hand to the sink, ack, commit, stop.
+
+One thread (the caller's, normally the process main thread, where signals arrive) runs the
+loop::
+
+    while not stopping:
+        if the sink has room (in-flight < --max-in-flight): poll a batch, submit it
+        else: wait for acknowledgements            <- backpressure
+        hand the sink's acknowledgements to the consumer (GroupConsumer.ack)
+        every autocommit.interval.ms: sink.sync() (fsync), then GroupConsumer.commit()
+
+The at-least-once argument: the consumer runs with ``auto_ack=False`` and no autocommit, so
+the only offsets ever written are those of messages the sink acknowledged, and each commit is
+preceded by `Sink.sync`.  Hence a ``kill -9`` of the daemon (or of an exec child) at any
+moment loses nothing; it replays at most what was acknowledged since the last commit plus
+the in-flight window.
+
+Rebalances (`_Listener.on_revoked`, on the consumer's coordinator thread, *before* the
+consumer commits and releases): wait up to ``--revoke-timeout`` for work already handed to
+user code, ack what the sink acknowledged, fsync, then abandon the rest (`AckTracker.revoke`,
+`Sink.abandon`) -- the next owner re-reads it from the committed offset.
+
+Shutdown (`request_stop`, from SIGTERM/SIGINT): stop polling, wait for in-flight work (bounded
+by ``--shutdown-timeout``), close the sink, ack, commit, close the consumer -- which ends the
+ZooKeeper session so our ids and owner znodes vanish and peers rebalance at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from zkconsumer.consumer import GroupConsumer
+from zkconsumer.daemon.config import DaemonConfig
+from zkconsumer.daemon.metrics import DaemonMetrics, MetricsServer, Snapshot
+from zkconsumer.daemon.progress import Progress
+from zkconsumer.daemon.sinks import Sink, make_sink
+from zkconsumer.daemon.tracker import AckTracker, Key
+from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
+from zkconsumer.zk.registry import read_partition_names, read_topics
+
+__all__ = ["Daemon"]
+
+log = logging.getLogger(__name__)
+
+_POLL_TIMEOUT = 0.1  # bounds how long a stop request or a due commit waits
+
+
+def _keys(partitions: dict[str, list[str]]) -> set[Key]:
+    out: set[Key] = set()
+    for topic, names in partitions.items():
+        for name in names:
+            broker, _, part = name.partition("-")
+            out.add((topic, int(broker), int(part)))
+    return out
+
+
+class Daemon:
+    """Run one consumer-group member feeding one sink until `request_stop`."""
+
+    def __init__(self, config: DaemonConfig, *, sink: Sink | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 progress_stream: TextIO | None = None) -> None:
+        self.config = config
+        self.tracker = AckTracker()
+        self.sink = sink if sink is not None else make_sink(config, self.tracker)
+        self._clock = clock
+        self._stop = threading.Event()
+        self._reopen = threading.Event()
+        self._ack_lock = threading.Lock()
+        self._consumer: GroupConsumer | None = None
+        self._fatal: BaseException | None = None
+        self._sink_closed = False
+        # counters (main thread) and state (listener thread) read by metrics/health
+        self.consumed_messages = 0
+        self.consumed_bytes = 0
+        self.commits = 0
+        self.commit_failures = 0
+        self.rebalances = 0
+        self.session_losses = 0
+        self.partition_errors = 0
+        self.state = "INIT"
+        self._session_lost = False
+        self._owned = 0
+        self._idle_since: float | None = clock()
+        self._partitions_cache: tuple[float, bool] | None = None
+        self.metrics = DaemonMetrics(self.snapshot)
+        self._server: MetricsServer | None = None
+        self._progress = (Progress(progress_stream or sys.stderr) if config.progress else None)
+
+    # -- control (signal-handler safe: only set flags) -----------------------------------------
+
+    def request_stop(self) -> None:
+        self._stop.set()
+        with self.tracker.cond:
+            self.tracker.cond.notify_all()
+
+    def request_reopen(self) -> None:
+        self._reopen.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def consumer(self) -> GroupConsumer | None:
+        """The group member (None before `run` created it)."""
+        return self._consumer
+
+    @property
+    def metrics_port(self) -> int | None:
+        return self._server.port if self._server is not None else None
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Consume until stopped; returns 0, or raises what made it stop (e.g. `SinkError`)."""
+        cfg = self.config
+        if cfg.metrics_port is not None:
+            self._server = MetricsServer(cfg.metrics_host, cfg.metrics_port, self.metrics,
+                                         self.health)
+            self._server.start()
+        try:
+            self.sink.start()
+            consumer = self._start_consumer()
+            if consumer is None:  # stopped before it could join
+                self.sink.close(cfg.shutdown_timeout)
+                return 0
+            try:
+                self._loop(consumer)
+            finally:
+                self._shutdown(consumer)
+        except BaseException:
+            self.sink.close(0.0)
+            raise
+        finally:
+            if self._progress is not None:
+                self._progress.finish()
+            if self._server is not None:
+                self._server.close()
+        if self._fatal is not None:
+            raise self._fatal
+        return 0
+
+    def _start_consumer(self) -> GroupConsumer | None:
+        """Join the group; retry a failed first rebalance until it works or we are stopped.
+
+        The usual cause is a predecessor that was killed: its owner znodes live until its
+        ZooKeeper session expires (``zk.sessiontimeout.ms``), possibly longer than the
+        consumer's ``rebalance.retries.max`` x ``rebalance.backoff.ms``.  Exiting would only
+        make a supervisor restart us into the same wait.
+        """
+        cfg = self.config
+        backoff = max(cfg.consumer.rebalance_backoff_ms / 1000.0, 0.1)
+        while not self._stop.is_set():
+            consumer = GroupConsumer(cfg.consumer, cfg.subscription)
+            consumer.add_listener(_Listener(self))
+            self._consumer = consumer
+            log.info("starting member of group %s (%s) -> %s %s", cfg.consumer.group_id,
+                     consumer.consumer_id, cfg.sink, cfg.target,
+                     extra={"event": "start", "consumer_id": consumer.consumer_id})
+            try:
+                consumer.start()
+                return consumer
+            except RebalanceFailedError as exc:
+                log.warning("could not join the group yet: %s; retrying in %.1fs (owners left "
+                            "by a killed member vanish when its ZooKeeper session expires)",
+                            exc, backoff, extra={"event": "start_retry"})
+            self._stop.wait(backoff)
+        return None
+
+    def _loop(self, consumer: GroupConsumer) -> None:
+        cfg = self.config
+        sink = self.sink
+        cond = self.tracker.cond
+        interval = cfg.commit_interval
+        next_commit = self._clock() + interval if interval else None
+        next_tick = 0.0
+        while not self._stop.is_set():
+            if self._reopen.is_set():
+                self._reopen.clear()
+                sink.reopen()
+            room = cfg.max_in_flight - sink.inflight()
+            if room > 0:
+                try:
+                    batch = consumer.poll_batch(min(room, cfg.batch_size), _POLL_TIMEOUT)
+                except ConsumerError:
+                    raise
+                except ZkConsumerError as exc:
+                    # A fetcher parked one partition (message above max.fetch.size, corrupt
+                    # data, broker error): the others go on; it resumes at the next rebalance.
+                    self.partition_errors += 1
+                    log.error("partition stopped: %s", exc, extra={"event": "partition_error"})
+                    continue
+                if batch:
+                    self.consumed_messages += len(batch)
+                    self.consumed_bytes += sum([len(m.value) for m in batch])
+                    sink.submit(batch)
+            else:
+                with cond:
+                    if sink.inflight() >= cfg.max_in_flight and not self._stop.is_set():
+                        cond.wait(_POLL_TIMEOUT)
+            now = self._clock()
+            if next_commit is not None and now >= next_commit:
+                self._commit(consumer)
+                next_commit = now + (interval or 0.0)
+            if now >= next_tick:
+                next_tick = now + 0.5
+                self._tick(consumer, now)
+            if self._fatal is not None:
+                break
+
+    def _sync_and_ack(self, consumer: GroupConsumer) -> None:
+        """Hand the sink's acknowledgements to the consumer, once they are durable.
+
+        Taken *before* `Sink.sync`, so every acknowledgement handed over was recorded before
+        the sync began; if the sync fails none is handed over (and none can be committed,
+        not even by the consumer's own commit on rebalance or close).
+        """
+        with self._ack_lock:
+            messages = self.tracker.take()
+            if self._fatal is not None:
+                return  # the sink failed: nothing more may be committed
+            self.sink.sync()
+            for message in messages:
+                consumer.ack(message)  # type: ignore[arg-type]
+
+    def _commit(self, consumer: GroupConsumer) -> None:
+        self._sync_and_ack(consumer)
+        started = time.perf_counter()
+        try:
+            consumer.commit()
+        except ZkConsumerError as exc:
+            self.commit_failures += 1
+            log.warning("commit failed: %s", exc, extra={"event": "commit_failed"})
+            return
+        self.commits += 1
+        self.metrics.commit_latency.observe(time.perf_counter() - started)
+
+    def _tick(self, consumer: GroupConsumer, now: float) -> None:
+        owned = sum(len(v) for v in consumer.owned_partitions().values())
+        self._owned = owned
+        if owned:
+            self._idle_since = None
+        elif self._idle_since is None:
+            self._idle_since = now
+        if self._progress is not None:
+            self._progress.update(self.consumed_messages, self.consumed_bytes,
+                                  self._total_lag(consumer), owned, self.sink.inflight())
+
+    def _shutdown(self, consumer: GroupConsumer) -> None:
+        cfg = self.config
+        deadline = self._clock() + cfg.shutdown_timeout
+        log.info("stopping: finishing %d in-flight messages (up to %.1fs)", self.sink.inflight(),
+                 cfg.shutdown_timeout, extra={"event": "stopping"})
+        if not self.sink.drain(max(0.0, deadline - self._clock())):
+            log.warning("shutdown timeout: %d unacknowledged messages are handed back (the "
+                        "next owner re-reads them)", self.sink.inflight(),
+                        extra={"event": "shutdown_timeout"})
+        try:
+            self.sink.close(max(0.5, deadline - self._clock()))
+            self._sink_closed = True
+            self._commit(consumer)
+        except SinkError as exc:
+            log.error("%s; not committing what was written since the last commit", exc)
+            self._fatal = self._fatal or exc
+        finally:
+            consumer.close()
+        log.info("stopped: %d messages consumed, %d acknowledged, %d commits",
+                 self.consumed_messages, self.tracker.acked_messages, self.commits,
+                 extra={"event": "stopped"})
+
+    # -- rebalance hooks (coordinator thread) --------------------------------------------------
+
+    def _revoked(self, partitions: dict[str, list[str]]) -> None:
+        keys = _keys(partitions)
+        log.info("rebalance: releasing %s", partitions,
+                 extra={"event": "rebalance_revoke", "partitions": partitions})
+        if not self._sink_closed:  # (close() of the consumer revokes too, after the sink)
+            self.rebalances += 1
+            if not self.sink.drain(self.config.revoke_timeout):
+                log.warning("rebalance: in-flight messages not acknowledged within %.1fs are "
+                            "abandoned (the next owner re-reads them)",
+                            self.config.revoke_timeout, extra={"event": "rebalance_abandon"})
+        consumer = self._consumer
+        try:
+            if consumer is not None:
+                self._sync_and_ack(consumer)
+        except SinkError as exc:  # cannot vouch for the output: stop committing more
+            log.error("%s; stopping", exc)
+            self._fatal = self._fatal or exc
+            self._stop.set()
+        self.tracker.revoke(keys)
+        self.sink.abandon(keys)
+
+    def _assigned(self, partitions: dict[str, list[str]]) -> None:
+        log.info("rebalance: assigned %s", partitions,
+                 extra={"event": "rebalance_assign", "partitions": partitions})
+        if any(partitions.values()):
+            self._idle_since = None
+
+    def _state(self, state: str) -> None:
+        self.state = state
+        if state == "SESSION_LOST":
+            self._session_lost = True
+            self.session_losses += 1
+        elif state in ("STABLE", "RESUMED"):
+            self._session_lost = False
+        level = logging.WARNING if state in ("SUSPENDED", "SESSION_LOST",
+                                             "REBALANCE_FAILED") else logging.INFO
+        log.log(level, "consumer state %s", state, extra={"event": "state", "state": state})
+        consumer = self._consumer
+        if state == "STABLE" and consumer is not None:
+            owned = consumer.owned_partitions()
+            log.info("rebalance done: owning %s", owned,
+                     extra={"event": "rebalance_done", "partitions": owned})
+
+    # -- metrics and health --------------------------------------------------------------------
+
+    def _total_lag(self, consumer: GroupConsumer) -> int | None:
+        lags = [p.get("lag") for p in consumer.stats.partitions.values()]
+        known = [x for x in lags if x is not None]
+        return sum(known) if known else None
+
+    def snapshot(self) -> Snapshot:
+        """Current counters (any thread)."""
+        consumer = self._consumer
+        lag: dict[tuple[str, str], int] = {}
+        if consumer is not None:
+            for name, part in consumer.stats.partitions.items():
+                if part.get("lag") is not None:
+                    topic, _, pname = name.rpartition("/")
+                    lag[(topic, pname)] = int(part["lag"])
+        sink: Any = self.sink
+        return Snapshot(
+            consumed_messages=self.consumed_messages, consumed_bytes=self.consumed_bytes,
+            acked_messages=self.tracker.acked_messages,
+            redelivered=getattr(sink, "redelivered", 0),
+            dead_lettered=getattr(sink, "dead_lettered", 0),
+            rebalances=self.rebalances, session_losses=self.session_losses,
+            partition_errors=self.partition_errors,
+            commits=self.commits,
+            commit_failures=self.commit_failures, sink_errors=sink.errors,
+            sink_restarts=sink.restarts, owned_partitions=self._owned,
+            inflight=sink.inflight(),
+            zk_connected=self.state not in ("INIT", "SUSPENDED", "SESSION_LOST", "CLOSED"),
+            healthy=self.health()[0], lag=lag)
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, reason) for ``/healthz``."""
+        if self._session_lost:
+            return False, "ZooKeeper session lost"
+        if self.state in ("INIT", "STARTING"):
+            return True, "starting"
+        if self.state == "CLOSED":
+            return False, "closed"
+        idle_since = self._idle_since
+        if idle_since is not None:
+            idle = self._clock() - idle_since
+            if idle > self.config.health_idle_timeout and self._partitions_exist():
+                return False, (f"owns no partition for {idle:.0f}s although the subscribed "
+                               "topics have partitions")
+        return True, "ok"
+
+    def _partitions_exist(self) -> bool:
+        """Whether the subscribed topics have partitions (cached a few seconds)."""
+        now = self._clock()
+        cached = self._partitions_cache
+        if cached is not None and now - cached[0] < 5.0:
+            return cached[1]
+        consumer = self._consumer
+        exists = False
+        if consumer is not None:
+            try:
+                session = consumer.session
+                topics = consumer.subscription.topic_streams(read_topics(session))
+                exists = any(read_partition_names(session, t) for t in topics)
+            except ZkConsumerError:
+                exists = True  # cannot tell: assume they do (fail health, not hide it)
+        self._partitions_cache = (now, exists)
+        return exists
+
+
+class _Listener:
+    """Forwards the consumer's callbacks to the daemon (coordinator thread)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self._daemon = daemon
+
+    def on_revoked(self, partitions: dict[str, list[str]]) -> None:
+        self._daemon._revoked(partitions)
+
+    def on_assigned(self, partitions: dict[str, list[str]]) -> None:
+        self._daemon._assigned(partitions)
+
+    def on_state(self, state: str) -> None:
+        self._daemon._state(state)

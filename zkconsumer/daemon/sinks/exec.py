@@ -1,0 +1,340 @@
+"""``--exec CMD``: a supervised child process that acknowledges what it has processed.
+
+The exec protocol (also in docs/operations.md):
+
+* the daemon starts ``/bin/sh -c CMD`` in its own process group, with stderr inherited and
+  ``ZKCONSUMER_FORMAT`` (``lines``/``jsonl``/``binary``) and ``ZKCONSUMER_RESTARTS`` (how many
+  children ran before this one) in its environment;
+* it writes messages to the child's **stdin** in that format, in order, as they are consumed;
+* the child writes to **stdout** one line per acknowledgement, always for the *oldest*
+  messages not acknowledged yet (in-order):
+
+  - ``ok``     acknowledges the next 1 message,
+  - ``ack N``  acknowledges the next N messages (N >= 1; use it to acknowledge a batch),
+  - empty lines are ignored; anything else is a protocol error;
+
+* only acknowledged messages are committed.  When the child exits, crashes or breaks the
+  protocol (unknown line, more acknowledgements than messages sent) it is restarted after a
+  backoff (``--restart-backoff`` doubling up to ``--restart-backoff-max``, reset once a child
+  acknowledges something) and **every unacknowledged message is written again** to the new
+  child first, in the original order -- nothing is skipped;
+* at shutdown the daemon waits for acknowledgements (``--shutdown-timeout``), then closes the
+  child's stdin; a child should exit on EOF.  One still running is sent SIGTERM, then SIGKILL.
+
+Invariants: the daemon never has more than ``--max-in-flight`` unacknowledged messages written
+(the main loop stops polling, which is the backpressure); ``_batches`` lists, in write order,
+exactly the messages written to the *current* child and not yet acknowledged, so an ``ack N``
+maps to the next N entries; messages of partitions revoked by a rebalance stay in ``_batches``
+(acknowledgements must still line up) but their acknowledgements are ignored (`AckTracker`)
+and they are not written again to a new child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+
+from zkconsumer.daemon.formats import MessageLike, encoder_for
+from zkconsumer.daemon.sinks.base import Sink
+from zkconsumer.daemon.tracker import AckTracker, key_of
+from zkconsumer.errors import SinkError
+
+__all__ = ["ExecSink", "ProtocolViolation", "parse_acks"]
+
+log = logging.getLogger(__name__)
+
+
+class ProtocolViolation(ValueError):
+    """The child wrote something that is not an acknowledgement line (internal only)."""
+
+
+def parse_acks(lines: Sequence[bytes]) -> int:
+    """Number of messages acknowledged by complete stdout ``lines`` (without ``\\n``)."""
+    n = lines.count(b"ok")
+    if n == len(lines):
+        return n
+    total = 0
+    for raw in lines:
+        line = raw.strip()
+        if line == b"ok":
+            total += 1
+        elif not line:
+            continue
+        elif line.startswith(b"ack ") or line.startswith(b"ack\t"):
+            try:
+                count = int(line[4:].strip())
+            except ValueError:
+                count = 0
+            if count < 1:
+                raise ProtocolViolation(f"bad acknowledgement line {raw[:80]!r}")
+            total += count
+        else:
+            raise ProtocolViolation(f"unknown line on stdout {raw[:80]!r} "
+                                    "(expected 'ok' or 'ack N')")
+    return total
+
+
+class _Sent:
+    """Messages of one submitted batch written to the current child; ``start`` = acked."""
+
+    __slots__ = ("generation", "messages", "seq", "start")
+
+    def __init__(self, messages: list[MessageLike], generation: int, seq: int) -> None:
+        self.messages = messages
+        self.generation = generation
+        self.seq = seq
+        self.start = 0
+
+
+class _Child:
+    def __init__(self, proc: subprocess.Popen[bytes], number: int) -> None:
+        self.proc = proc
+        self.number = number
+        self.queue: queue.Queue[bytes | None] = queue.Queue()
+        self.acked = 0
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+
+class ExecSink(Sink):
+    """Feed messages to a supervised child; commit only what it acknowledged."""
+
+    kind = "exec"
+
+    def __init__(self, tracker: AckTracker, command: str, fmt: str = "lines",
+                 value_encoding: str = "utf-8", *, restart_backoff: float = 0.5,
+                 restart_backoff_max: float = 30.0, env: dict[str, str] | None = None) -> None:
+        super().__init__(tracker)
+        self.command = command
+        self.format = fmt
+        self._encode = encoder_for(fmt, value_encoding)
+        self._restart_backoff = restart_backoff
+        self._restart_backoff_max = restart_backoff_max
+        self._env = env
+        self._batches: deque[_Sent] = deque()
+        self._unacked = 0
+        self._seq = 0
+        self._child: _Child | None = None
+        self._children = 0
+        self._closing = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        #: Messages written again to a restarted child.
+        self.redelivered = 0
+
+    # -- main-thread API ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        child = self._spawn()  # fail fast if the shell itself cannot be started
+        self._supervisor = threading.Thread(target=self._supervise, args=(child,),
+                                            name="zkconsumer-exec-supervisor", daemon=True)
+        self._supervisor.start()
+
+    def submit(self, batch: Sequence[MessageLike]) -> None:
+        if not batch:
+            return
+        messages = list(batch)
+        with self.tracker.cond:
+            sent = _Sent(messages, self.tracker.generation, self._seq)
+            self._seq += 1
+            self._batches.append(sent)
+            self._unacked += len(messages)
+            child = self._child
+            if child is not None:
+                child.queue.put(self._encode(messages))
+            # else: the supervisor writes it to the next child with the rest.
+
+    def inflight(self) -> int:
+        return self._unacked
+
+    @property
+    def child_pid(self) -> int | None:
+        """pid of the running child (its process group id too), None between restarts."""
+        child = self._child
+        return child.proc.pid if child is not None else None
+
+    def drain(self, timeout: float) -> bool:
+        with self.tracker.cond:
+            target = self._seq
+            return self.tracker.cond.wait_for(
+                lambda: not self._batches or self._batches[0].seq >= target, timeout)
+
+    def close(self, timeout: float) -> None:
+        self._closing.set()
+        with self.tracker.cond:
+            child = self._child
+            self.tracker.cond.notify_all()
+        if child is not None:
+            child.queue.put(None)  # EOF once the queued data is written
+            try:
+                child.proc.wait(max(timeout, 0.0))
+            except subprocess.TimeoutExpired:
+                log.warning("exec child pid %d did not exit after stdin EOF; terminating it",
+                            child.proc.pid, extra={"event": "sink_terminate"})
+                child.kill(signal.SIGTERM)
+                try:
+                    child.proc.wait(2.0)
+                except subprocess.TimeoutExpired:
+                    child.kill(signal.SIGKILL)
+                    child.proc.wait()
+        if self._supervisor is not None:
+            self._supervisor.join(max(timeout, 1.0))
+
+    # -- child management --------------------------------------------------------------------
+
+    def _spawn(self) -> _Child:
+        """Start a child and queue every unacknowledged message for it, in order."""
+        tracker = self.tracker
+        env = dict(os.environ if self._env is None else self._env)
+        env["ZKCONSUMER_FORMAT"] = self.format
+        env["ZKCONSUMER_RESTARTS"] = str(self._children)
+        with tracker.cond:
+            keep: deque[_Sent] = deque()
+            for old in self._batches:
+                messages = old.messages[old.start:]
+                if old.generation != tracker.generation:
+                    messages = [m for m in messages
+                                if tracker.is_current(key_of(m), old.generation)]
+                if messages:
+                    keep.append(_Sent(messages, old.generation, old.seq))
+            self._batches = keep
+            self._unacked = sum(len(s.messages) for s in keep)
+            try:
+                proc = subprocess.Popen(["/bin/sh", "-c", self.command], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, env=env, start_new_session=True)
+            except OSError as exc:
+                raise SinkError(f"cannot start exec command {self.command!r}: {exc}") from exc
+            child = _Child(proc, self._children)
+            self._children += 1
+            for sent in keep:
+                child.queue.put(self._encode(sent.messages))
+            if self._children > 1:
+                self.redelivered += self._unacked
+            self._child = child
+        threading.Thread(target=self._write_loop, args=(child,), daemon=True,
+                         name=f"zkconsumer-exec-writer-{proc.pid}").start()
+        log.info("exec child pid %d started (%d unacknowledged messages to redeliver)",
+                 proc.pid, self._unacked if child.number else 0,
+                 extra={"event": "sink_start", "pid": proc.pid})
+        return child
+
+    def _supervise(self, child: _Child) -> None:
+        backoff = self._restart_backoff
+        while True:
+            self._read_acks(child)
+            status = child.proc.wait()
+            with self.tracker.cond:
+                if self._child is child:
+                    self._child = None
+                unacked = self._unacked
+                self.tracker.cond.notify_all()
+            if self._closing.is_set():
+                log.info("exec child pid %d exited with status %s", child.proc.pid, status,
+                         extra={"event": "sink_exit", "pid": child.proc.pid, "status": status})
+                return
+            self.errors += 1
+            self.restarts += 1
+            if child.acked:
+                backoff = self._restart_backoff
+            hint = " (command not found?)" if status == 127 else ""
+            log.error("exec child pid %d exited with status %s%s; %d unacknowledged messages "
+                      "will be redelivered; restarting in %.1fs", child.proc.pid, status, hint,
+                      unacked, backoff,
+                      extra={"event": "sink_restart", "pid": child.proc.pid, "status": status,
+                             "unacked": unacked, "backoff": backoff})
+            if self._closing.wait(backoff):
+                return
+            backoff = min(backoff * 2, self._restart_backoff_max)
+            while True:
+                try:
+                    child = self._spawn()
+                    break
+                except SinkError as exc:
+                    log.error("%s; retrying in %.1fs", exc, backoff)
+                    if self._closing.wait(backoff):
+                        return
+
+    def _write_loop(self, child: _Child) -> None:
+        assert child.proc.stdin is not None
+        fd = child.proc.stdin.fileno()
+        try:
+            while True:
+                data = child.queue.get()
+                if data is None:
+                    break
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+        except OSError:
+            pass  # the child is gone; the supervisor sees it on stdout and restarts it
+        finally:
+            with contextlib.suppress(OSError):
+                child.proc.stdin.close()
+
+    def _read_acks(self, child: _Child) -> None:
+        assert child.proc.stdout is not None
+        fd = child.proc.stdout.fileno()
+        pending = b""
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return
+                if b"\n" not in chunk:
+                    pending += chunk
+                    if len(pending) > 65536:
+                        raise ProtocolViolation("stdout line longer than 64 KiB")
+                    continue
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                n = parse_acks(lines)
+                if n:
+                    self._on_acks(child, n)
+        except ProtocolViolation as exc:
+            log.error("exec child pid %d broke the protocol: %s; restarting it",
+                      child.proc.pid, exc, extra={"event": "sink_protocol_error",
+                                                   "pid": child.proc.pid})
+            child.kill()
+            _drain_fd(fd)
+        finally:
+            child.proc.stdout.close()
+
+    def _on_acks(self, child: _Child, n: int) -> None:
+        tracker = self.tracker
+        with tracker.cond:
+            if child is not self._child:
+                return
+            if n > self._unacked:
+                raise ProtocolViolation(f"{n} acknowledgements but only {self._unacked} "
+                                        "messages are waiting for one")
+            child.acked += n
+            self._unacked -= n
+            batches = self._batches
+            while n:
+                sent = batches[0]
+                end = min(sent.start + n, len(sent.messages))
+                tracker.acked(sent.messages[sent.start:end], sent.generation)
+                n -= end - sent.start
+                sent.start = end
+                if end == len(sent.messages):
+                    batches.popleft()
+            tracker.cond.notify_all()
+
+
+def _drain_fd(fd: int) -> None:
+    """Read a killed child's stdout to EOF so it cannot block on a full pipe."""
+    deadline = time.monotonic() + 5.0
+    try:
+        while os.read(fd, 65536) and time.monotonic() < deadline:
+            pass
+    except OSError:
+        pass
