@@ -1,0 +1,93 @@
+"""0.7 -> 0.7 mirroring (the old MirrorMaker job) between two dev clusters.
+
+Both clusters live on the one test ZooKeeper server, in two chroots.  The target is written by
+zkconsumer's own producer in confirmed mode.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from fixtures.waiting import wait_until
+from mirror_helpers import committed, log_ends, produce
+
+from zkconsumer.client import BrokerConnection, SimpleConsumer
+from zkconsumer.client import produce as raw_produce
+from zkconsumer.protocol import Compression, encode_message_set
+from zkconsumer.zk.registry import read_brokers, read_partition_names
+from zkconsumer.zk.session import ZkSession
+
+
+def read_07(zk_connect: str, topic: str) -> dict[str, list[bytes]]:
+    out: dict[str, list[bytes]] = {}
+    with ZkSession(zk_connect) as s:
+        brokers = read_brokers(s)
+        names = read_partition_names(s, topic)
+    for name in names:
+        b, p = (int(x) for x in name.split("-"))
+        with SimpleConsumer(brokers[b].host, brokers[b].port) as c:
+            out[name] = [m.value for m in c.iter_messages(topic, p, 0)]
+    return out
+
+
+def register_topic(brokers: list, topic: str, partitions: int) -> None:
+    """Create the target topic the 0.7 way: an empty message set creates the log and the
+    broker registers the topic in ZooKeeper."""
+    for broker in brokers:
+        with BrokerConnection(broker.host, broker.port) as conn:
+            for p in range(partitions):
+                raw_produce(conn, topic, p, encode_message_set([]), confirm=True)
+
+
+def test_mirror_between_two_07_clusters_preserves_partitions(
+        zk_connect, zk_connect_target, dev_broker, start_mirror) -> None:
+    dev_broker.many(2, num_partitions=2)  # source: 0-0 0-1 1-0 1-1
+    targets = [dev_broker(broker_id=5, zk=zk_connect_target, num_partitions=2),
+               dev_broker(broker_id=7, zk=zk_connect_target, num_partitions=2)]
+    register_topic(targets, "feed", 2)
+    wait_until(lambda: len(read_07(zk_connect_target, "feed")) == 4, timeout=10,
+               what="target topic registered by both target brokers")
+
+    plain = [f"plain-{i}".encode() for i in range(200)]
+    gz = [f"gzip-{i}".encode() * 3 for i in range(200)]
+    produce(zk_connect, "feed", plain, chunk=25)
+    produce(zk_connect, "feed", gz, chunk=25, codec=Compression.GZIP)
+    ends = log_ends(zk_connect, "feed")
+
+    mirror = start_mirror(f"kafka07://{zk_connect_target}", topics=["feed"],
+                          topic_map={"feed": "feed"},
+                          target_options={"compression.codec": "snappy"})
+    wait_until(lambda: committed(zk_connect, "mirror", "feed") == ends, timeout=30,
+               what="everything mirrored to the 0.7 target")
+    mirror.stop()
+
+    source = read_07(zk_connect, "feed")
+    target = read_07(zk_connect_target, "feed")
+    # preserve: source 0-0, 0-1, 1-0, 1-1 -> target index 0..3 = 5-0, 5-1, 7-0, 7-1, in order
+    for src, dst in zip(["0-0", "0-1", "1-0", "1-1"], ["5-0", "5-1", "7-0", "7-1"],
+                        strict=True):
+        assert target[dst] == source[src]
+    assert Counter(v for vs in target.values() for v in vs) == Counter(plain + gz)
+
+
+def test_07_target_hash_with_key_regex_routes_like_a_scala_producer(
+        zk_connect, zk_connect_target, dev_broker, start_mirror) -> None:
+    from zkconsumer.protocol import default_partition
+
+    dev_broker(num_partitions=1)
+    targets = [dev_broker(broker_id=3, zk=zk_connect_target, num_partitions=3)]
+    register_topic(targets, "keyed", 3)
+    payloads = [f"k{i % 5}:v{i}".encode() for i in range(100)]
+    produce(zk_connect, "keyed", payloads, chunk=10)
+    ends = log_ends(zk_connect, "keyed")
+    mirror = start_mirror(f"kafka07://{zk_connect_target}", topics=["keyed"],
+                          partitioning="hash", key_regex=r"^(k\d):")
+    wait_until(lambda: committed(zk_connect, "mirror", "keyed") == ends, timeout=30,
+               what="keyed messages mirrored")
+    mirror.stop()
+    target = read_07(zk_connect_target, "keyed")
+    for name, values in target.items():
+        for v in values:
+            key = v.split(b":")[0].decode()
+            assert name == f"3-{default_partition(key, 3)}"  # Java String.hashCode routing
+    assert Counter(v for vs in target.values() for v in vs) == Counter(payloads)

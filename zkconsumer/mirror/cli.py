@@ -1,0 +1,264 @@
+"""``zkconsumer mirror``: copy 0.7 topics into a modern Kafka cluster (or another 0.7 cluster).
+
+    zkconsumer mirror --zk ZK --group G (--topic T ... | --whitelist RE | --blacklist RE)
+                      --to kafka://HOST:PORT[,HOST:PORT] | --to kafka07://ZK[/chroot]
+                      [--topic-map old:new,...] [--partitioning preserve|hash|round-robin]
+                      [--key-regex RE] [--create-topics --partitions N --replication-factor R]
+                      [--config consumer.properties] [--set k=v ...] [--metrics-port P]
+                      [--progress]
+    zkconsumer mirror verify --zk ZK --group G --to URL [--topic-map ...] [--topic T ...]
+                      [--method read|offsets] [--payloads] [--allow-duplicates]
+
+Settings merge in this order, later winning: ``--config`` file, ``--set`` flags, dedicated
+flags.  Keys split by prefix (see `zkconsumer.mirror.config`): 0.7 consumer properties,
+``mirror.*``, ``target.*``.  SIGTERM / SIGINT stop the mirror cleanly: stop consuming, wait
+for in-flight acks (``mirror.shutdown.timeout.ms``), commit, close.  Exit status: 0 after a
+clean stop, 1 on a fatal error; ``verify`` exits 1 on any mismatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from zkconsumer.errors import ConfigurationError
+
+HELP = "mirror 0.7 topics into modern Kafka (kafka://) or another 0.7 cluster (kafka07://)"
+
+log = logging.getLogger(__name__)
+
+
+def _add_source_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--zk", help="source ZooKeeper connect string (zk.connect)")
+    p.add_argument("--group", help="source consumer group (groupid)")
+    p.add_argument("--to", dest="to", metavar="URL",
+                   help="target: kafka://HOST:PORT[,HOST:PORT] or kafka07://ZK[/chroot]")
+    p.add_argument("--topic-map", metavar="OLD:NEW,...", help="rename topics on the target")
+    p.add_argument("--config", metavar="FILE",
+                   help="properties file: 0.7 consumer keys, mirror.* and target.* keys")
+    p.add_argument("--set", dest="set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one property (repeatable)")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    _add_source_flags(parser)
+    sel = parser.add_mutually_exclusive_group()
+    sel.add_argument("--topic", action="append", default=[], metavar="TOPIC[:STREAMS]",
+                     help="source topic (repeatable)")
+    sel.add_argument("--whitelist", metavar="RE", help="mirror topics matching this regex")
+    sel.add_argument("--blacklist", metavar="RE", help="mirror topics not matching this regex")
+    parser.add_argument("--num-streams", type=int, default=1,
+                        help="streams (thread ids) per topic this member registers (default 1)")
+    parser.add_argument("--partitioning", default="preserve",
+                        choices=["preserve", "hash", "round-robin"],
+                        help="target partition choice (default preserve: source partition i "
+                             "of the numerically sorted B-P list -> target i %% n)")
+    parser.add_argument("--key-regex", metavar="RE",
+                        help="with --partitioning hash: group 1 of this regex on the payload is "
+                             "the message key")
+    parser.add_argument("--create-topics", action="store_true",
+                        help="create missing target topics (kafka:// only; needs --partitions)")
+    parser.add_argument("--partitions", type=int, help="partitions of created topics")
+    parser.add_argument("--replication-factor", type=int, default=1,
+                        help="replication factor of created topics (default 1)")
+    parser.add_argument("--metrics-port", type=int,
+                        help="serve Prometheus /metrics and /healthz on this port")
+    parser.add_argument("--progress", action="store_true",
+                        help="print a progress line on stderr")
+    sub = parser.add_subparsers(dest="mirror_command", metavar="{verify}")
+    verify = sub.add_parser("verify", help="compare mirrored message counts, source vs target",
+                            description="Count the source range the group committed and the "
+                                        "target topics; print a table; exit 1 on mismatch.")
+    _add_source_flags(verify)
+    verify.add_argument("--topic", action="append", default=[], metavar="TOPIC",
+                        help="only these source topics (default: every topic the group "
+                             "committed)")
+    verify.add_argument("--method", choices=["read", "offsets"], default="read",
+                        help="kafka:// target: count by reading (default) or by offsets")
+    verify.add_argument("--payloads", action="store_true",
+                        help="also compare payload digests (finds a loss hidden by a duplicate)")
+    verify.add_argument("--allow-duplicates", action="store_true",
+                        help="EXTRA (target has more, e.g. replays after a crash) is not a "
+                             "failure")
+
+
+def _load_props(args: argparse.Namespace) -> dict[str, str]:
+    from zkconsumer.consumer.properties import load_properties
+
+    props: dict[str, str] = {}
+    if args.config:
+        try:
+            props.update(load_properties(args.config))
+        except OSError as exc:
+            raise ConfigurationError(f"--config {args.config}: {exc}") from exc
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"--set {item!r}: expected key=value")
+        props[key.strip()] = value.strip()
+    if args.zk:
+        props["zk.connect"] = args.zk
+    if args.group:
+        props["groupid"] = args.group
+    return props
+
+
+def _target(args: argparse.Namespace) -> Any:
+    from zkconsumer.mirror.config import TargetSpec
+
+    if not args.to:
+        raise ConfigurationError("--to is required (kafka://HOST:PORT or kafka07://ZK)")
+    return TargetSpec.parse(args.to)
+
+
+def _subscription(args: argparse.Namespace) -> Any:
+    from zkconsumer.consumer.subscription import Subscription
+
+    if args.topic:
+        topics: dict[str, int] = {}
+        for arg in args.topic:
+            name, sep, n = arg.rpartition(":")
+            if not sep:
+                name, n = arg, str(args.num_streams)
+            try:
+                topics[name] = int(n)
+            except ValueError as exc:
+                raise ConfigurationError(f"--topic {arg!r}: expected TOPIC[:STREAMS]") from exc
+        return Subscription(topics=topics)
+    if args.whitelist or args.blacklist:
+        return Subscription(whitelist=args.whitelist, blacklist=args.blacklist,
+                            num_streams=args.num_streams)
+    raise ConfigurationError("give --topic T (repeatable), --whitelist RE or --blacklist RE")
+
+
+def main(args: argparse.Namespace) -> int:
+    # kafka-python logs every connection at INFO; keep its WARNINGs and up unless debugging.
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        logging.getLogger("kafka").setLevel(logging.WARNING)
+    if getattr(args, "mirror_command", None) == "verify":
+        return _verify(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from zkconsumer.consumer.config import ConsumerConfig
+    from zkconsumer.daemon.progress import Progress
+    from zkconsumer.mirror.config import MirrorConfig, parse_topic_map, split_properties
+    from zkconsumer.mirror.metrics import MirrorCollector, MirrorMetrics, start_metrics_server
+    from zkconsumer.mirror.runner import build_mirror
+
+    consumer_props, mirror_props, target_props = split_properties(_load_props(args))
+    target = _target(args)
+    config = MirrorConfig.from_properties(
+        target, mirror_props, target_props,
+        topic_map=parse_topic_map(args.topic_map), partitioning=args.partitioning,
+        key_regex=args.key_regex, create_topics=args.create_topics,
+        partitions=args.partitions, replication_factor=args.replication_factor,
+        metrics_port=args.metrics_port, progress=args.progress)
+    consumer_config = ConsumerConfig.from_properties(consumer_props)
+    subscription = _subscription(args)
+
+    bar = Progress(sys.stderr, interval=config.progress_interval_ms / 1000.0,
+                   force=args.progress) if args.progress else None
+    mirror_ref: list[Any] = []
+
+    def progress(snap: dict[str, Any]) -> None:
+        if bar is None or not mirror_ref:
+            return
+        stats = getattr(mirror_ref[0].consumer, "stats", None)
+        lags = [p["lag"] for p in getattr(stats, "partitions", {}).values()
+                if p.get("lag") is not None]
+        bar.update(snap["messages"], snap["bytes"], sum(lags) if lags else None,
+                   len(getattr(stats, "partitions", {})), snap["in_flight"])
+
+    mirror = build_mirror(config, consumer_config, subscription,
+                          progress=progress if bar is not None else None)
+    mirror_ref.append(mirror)
+    server = None
+    if config.metrics_port is not None:
+        def partitions() -> dict[str, dict[str, Any]]:
+            return dict(mirror.consumer.stats.partitions)  # type: ignore[attr-defined]
+
+        def health() -> tuple[bool, str]:
+            if mirror.stats.healthy:
+                return True, "ok"
+            return False, "target failing; retrying (offsets not advancing)"
+
+        server = start_metrics_server(
+            config.metrics_port, MirrorMetrics(MirrorCollector(mirror.stats, partitions)),
+            health)
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping (waiting for in-flight acks, then committing)", signum)
+        mirror.stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    log.info("mirroring %s of group %s -> %s (%s partitioning)", subscription,
+             consumer_config.group_id, target, config.partitioning.value)
+    try:
+        mirror.run()
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        if server is not None:
+            server.close()
+        if bar is not None:
+            bar.finish()
+    snap = mirror.stats.snapshot()
+    log.info("mirror stopped: %d messages (%d bytes) mirrored, %d target errors, %d retries",
+             snap["messages"], snap["bytes"], snap["target_errors"], snap["retries"])
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from zkconsumer.mirror.config import parse_topic_map, split_properties
+    from zkconsumer.mirror.verify import (
+        compare,
+        format_table,
+        kafka07_counts,
+        kafka_counts,
+        source_counts,
+    )
+    from zkconsumer.zk.session import ZkSession
+
+    consumer_props, _mirror, _target_props = split_properties(_load_props(args))
+    zk = consumer_props.get("zk.connect")
+    group = consumer_props.get("groupid")
+    if not zk or not group:
+        raise ConfigurationError("verify needs --zk and --group (or zk.connect/groupid in "
+                                 "--config)")
+    target = _target(args)
+    topic_map = parse_topic_map(args.topic_map)
+    with ZkSession(zk) as session:
+        source = source_counts(session, group, topics=args.topic or None,
+                               payloads=args.payloads)
+    targets = sorted({topic_map.get(t, t) for t in source})
+    if target.kind == "kafka":
+        counted = kafka_counts(list(target.bootstrap), targets, method=args.method,
+                               payloads=args.payloads)
+    else:
+        counted = kafka07_counts(target.zk_connect, targets, payloads=args.payloads)
+    rows = compare(source, counted, topic_map)
+    print(format_table(rows))
+    bad = [r for r in rows if r.status != "OK"
+           and not (r.status == "EXTRA" and args.allow_duplicates)]
+    if not rows:
+        print(f"group {group} has no committed offsets: nothing was mirrored yet",
+              file=sys.stderr)
+        return 1
+    return 1 if bad else 0
+
+
+def run_cli(argv: Sequence[str]) -> int:
+    """``python -m zkconsumer.mirror.cli ...`` (tests run the mirror as a subprocess)."""
+    from zkconsumer.cli import main as cli_main
+
+    return cli_main(["mirror", *argv])
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(sys.argv[1:]))

@@ -1,0 +1,147 @@
+"""Counters of one mirror process, and their Prometheus view.
+
+`MirrorStats` is plain numbers behind a lock: the mirror loop and the target client's I/O
+thread both update it, the progress line and the benchmark read it.  `MirrorCollector`
+exposes it (plus the source consumer's per-partition lag and committed offsets) to a
+*private* `CollectorRegistry`, so two mirrors in one process (tests, the benchmark) never
+collide in prometheus_client's global registry.
+
+"Mirrored" means acknowledged by the target *and* part of a partition's in-order
+acknowledged prefix, i.e. safe to commit: counted once per source message, resends excluded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+__all__ = ["MirrorCollector", "MirrorMetrics", "MirrorStats", "start_metrics_server"]
+
+
+@dataclass
+class MirrorStats:
+    messages: int = 0  # mirrored (acknowledged in order), per source message
+    bytes: int = 0  # payload bytes of those
+    sent: int = 0  # sends handed to the target client, resends included
+    target_errors: int = 0  # failed deliveries reported by the target client
+    retries: int = 0  # retry rounds (each resends from the first failure on)
+    commits: int = 0
+    in_flight: int = 0
+    healthy: bool = True  # False while a target failure is being retried
+    started: float = field(default_factory=time.monotonic)
+    per_topic: dict[str, list[int]] = field(default_factory=dict)  # topic -> [messages, bytes]
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def mirrored(self, topic: str, count: int, size: int) -> None:
+        with self._lock:
+            self.messages += count
+            self.bytes += size
+            row = self.per_topic.get(topic)
+            if row is None:
+                row = self.per_topic[topic] = [0, 0]
+            row[0] += count
+            row[1] += size
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "messages": self.messages, "bytes": self.bytes, "sent": self.sent,
+                "target_errors": self.target_errors, "retries": self.retries,
+                "commits": self.commits, "in_flight": self.in_flight,
+                "healthy": self.healthy, "elapsed": time.monotonic() - self.started,
+                "per_topic": {t: tuple(v) for t, v in self.per_topic.items()},
+            }
+
+
+class MirrorCollector:
+    """A prometheus_client custom collector over `MirrorStats` and the consumer's stats."""
+
+    def __init__(self, stats: MirrorStats,
+                 partitions: Callable[[], dict[str, dict[str, Any]]] | None = None) -> None:
+        self._stats = stats
+        self._partitions = partitions
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        snap = self._stats.snapshot()
+        msgs = CounterMetricFamily("zkconsumer_mirror_messages",
+                                   "Messages mirrored (acknowledged by the target, in order)",
+                                   labels=["topic"])
+        nbytes = CounterMetricFamily("zkconsumer_mirror_bytes",
+                                     "Payload bytes mirrored", labels=["topic"])
+        for topic, (m, b) in sorted(snap["per_topic"].items()):
+            msgs.add_metric([topic], m)
+            nbytes.add_metric([topic], b)
+        yield msgs
+        yield nbytes
+        yield CounterMetricFamily("zkconsumer_mirror_target_errors",
+                                  "Deliveries the target failed (each is retried)",
+                                  value=snap["target_errors"])
+        yield CounterMetricFamily("zkconsumer_mirror_retries",
+                                  "Retry rounds after target failures", value=snap["retries"])
+        yield CounterMetricFamily("zkconsumer_mirror_commits",
+                                  "Offset commits to ZooKeeper", value=snap["commits"])
+        yield GaugeMetricFamily("zkconsumer_mirror_in_flight",
+                                "Messages sent and not yet committable", value=snap["in_flight"])
+        yield GaugeMetricFamily("zkconsumer_mirror_healthy",
+                                "1 when the target accepts writes, 0 while retrying",
+                                value=1 if snap["healthy"] else 0)
+        if self._partitions is None:
+            return
+        lag = GaugeMetricFamily("zkconsumer_mirror_source_lag_bytes",
+                                "Source partition lag (log end - committed), bytes",
+                                labels=["topic", "partition"])
+        committed = GaugeMetricFamily("zkconsumer_mirror_source_committed_offset",
+                                      "Committed 0.7 byte offset per source partition",
+                                      labels=["topic", "partition"])
+        try:
+            parts = self._partitions()
+        except Exception:  # a consumer mid-rebalance must not break the scrape
+            parts = {}
+        for name, info in sorted(parts.items()):
+            topic, _, partition = name.rpartition("/")
+            if info.get("lag") is not None:
+                lag.add_metric([topic, partition], info["lag"])
+            if info.get("committed") is not None:
+                committed.add_metric([topic, partition], info["committed"])
+        yield lag
+        yield committed
+
+
+class MirrorMetrics:
+    """A private registry holding one `MirrorCollector`; ``render`` is what ``/metrics`` serves.
+
+    Served by the daemon's `zkconsumer.daemon.metrics.MetricsServer` (``/metrics`` and
+    ``/healthz``), which needs only ``render``.
+    """
+
+    def __init__(self, collector: MirrorCollector) -> None:
+        from prometheus_client import CollectorRegistry
+
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)  # type: ignore[arg-type]
+
+    def render(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return bytes(generate_latest(self.registry))
+
+
+def start_metrics_server(port: int, metrics: MirrorMetrics,
+                         health: Callable[[], tuple[bool, str]],
+                         host: str = "0.0.0.0") -> Any:
+    """Start ``/metrics`` + ``/healthz`` on ``host:port`` (0 = free port); returns the server
+    (``.port``, ``.close()``)."""
+    from zkconsumer.daemon.metrics import MetricsServer
+
+    server = MetricsServer(host, port, cast(Any, metrics), health)
+    server.start()
+    return server
