@@ -22,9 +22,9 @@ import threading
 from typing import Any
 
 from zkconsumer.broker.config import BrokerConfig
-from zkconsumer.broker.properties import load_properties
 from zkconsumer.broker.server import Broker
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.properties import load_properties
 
 HELP = "run a Kafka 0.7.2-compatible dev broker (0.7 wire protocol, segment files, ZooKeeper)"
 

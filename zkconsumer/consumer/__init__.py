@@ -16,8 +16,8 @@ from zkconsumer.consumer.assignment import assign, assign_topics
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.group import GroupConsumer
 from zkconsumer.consumer.message import ConsumerListener, ConsumerStats, Message, MessageBatch
-from zkconsumer.consumer.properties import load_properties, parse_properties
 from zkconsumer.consumer.subscription import Subscription
+from zkconsumer.properties import load_properties, parse_properties
 
 __all__ = [
     "ConsumerConfig",

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from zkconsumer.consumer.config import ConsumerConfig
-from zkconsumer.consumer.properties import load_properties
 from zkconsumer.consumer.subscription import Subscription
 from zkconsumer.daemon.formats import EXEC_FORMATS, OUTPUT_FORMATS, VALUE_ENCODINGS
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.properties import load_properties
 
 __all__ = [
     "CONSUMER_KEYS",

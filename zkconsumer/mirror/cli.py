@@ -87,7 +87,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_props(args: argparse.Namespace) -> dict[str, str]:
-    from zkconsumer.consumer.properties import load_properties
+    from zkconsumer.properties import load_properties
 
     props: dict[str, str] = {}
     if args.config:

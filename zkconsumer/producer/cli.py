@@ -68,7 +68,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def build_config(args: argparse.Namespace) -> ProducerConfig:
     props: dict[str, str] = {}
     if args.config:
-        from zkconsumer.consumer.properties import load_properties  # shared .properties reader
+        from zkconsumer.properties import load_properties
         props.update(load_properties(args.config))
     for item in args.settings:
         key, sep, value = item.partition("=")

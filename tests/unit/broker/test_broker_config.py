@@ -8,10 +8,10 @@ import pytest
 
 from zkconsumer.broker.cli import build_config
 from zkconsumer.broker.config import BrokerConfig, parse_topic_map
-from zkconsumer.broker.properties import parse_properties
 from zkconsumer.broker.topics import parse_log_dir_name, validate_topic_name
 from zkconsumer.cli import build_parser
 from zkconsumer.errors import ConfigurationError, InvalidTopicError
+from zkconsumer.properties import parse_properties
 
 
 def test_defaults_are_the_072_defaults():

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from zkconsumer.consumer.properties import load_properties, parse_properties
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.properties import load_properties, parse_properties
 
 
 def test_separators_and_whitespace() -> None:
