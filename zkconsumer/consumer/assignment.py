@@ -6,9 +6,11 @@ part.  The group converges only if every member computes *exactly* the same thin
 module reproduces REFERENCE §2.4 step 6 bit for bit:
 
 * partitions (``"<brokerId>-<partId>"``) and thread ids (``"<consumerId>-<n>"``) are sorted as
-  **plain strings** (Java ``String.compareTo`` == Python code-point order for BMP text), so
-  ``"10-0" < "2-0"`` and ``"g_a-10" < "g_a-2"``.  Numeric sorting here would silently split
-  the group with its Scala members;
+  **plain strings** in Java ``String.compareTo`` order, so ``"10-0" < "2-0"`` and
+  ``"g_a-10" < "g_a-2"``.  Numeric sorting here would silently split the group with its Scala
+  members.  Java compares UTF-16 code units, which differs from Python's code-point order
+  once a group or host name mixes characters above U+FFFF with ones in U+E000-U+FFFF, so
+  the sort key is the UTF-16-BE encoding (`java_order`);
 * with ``P`` partitions and ``C`` threads, the thread at sorted position ``pos`` takes
   ``P // C`` partitions plus one if ``pos < P % C``, starting at
   ``(P // C) * pos + min(pos, P % C)``.
@@ -24,7 +26,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from zkconsumer.errors import ConsumerError
 
-__all__ = ["assign", "assign_topics", "thread_range"]
+__all__ = ["assign", "assign_topics", "java_order", "thread_range"]
+
+
+def java_order(s: str) -> bytes:
+    """Sort key giving Java ``String.compareTo`` order (UTF-16 code units, big-endian bytes
+    compare like the units themselves)."""
+    return s.encode("utf-16-be", "surrogatepass")
 
 
 def thread_range(pos: int, n_partitions: int, n_threads: int) -> range:
@@ -45,8 +53,8 @@ def assign(partitions: Sequence[str] | Iterable[str], threads: Sequence[str] | I
     no partition (more threads than partitions) simply has no entry, as in Scala, which only
     logs a warning for it.
     """
-    parts = sorted(set(partitions))
-    cons = sorted(set(threads))
+    parts = sorted(set(partitions), key=java_order)
+    cons = sorted(set(threads), key=java_order)
     index = {t: i for i, t in enumerate(cons)}
     result: dict[str, str] = {}
     for t in sorted(set(my_threads)):

@@ -32,7 +32,8 @@ Rules (REFERENCE §2.1-2.4 plus the fixes asked of us):
 * Session: SUSPENDED pauses delivery at once (the kazoo thread only flips a flag);
   CONNECTED on the same session resumes it; a new session (the old one expired, our
   ephemerals are gone) releases everything -- committing acknowledged offsets on the new
-  session where they are ahead of the stored ones -- re-registers and rebalances.
+  session where they are ahead of the stored ones --, deletes any owner znode a request
+  retried across the expiry created on the new session, re-registers and rebalances.
 """
 
 from __future__ import annotations
@@ -218,6 +219,8 @@ class Coordinator:
         own.stop_fetchers()
         own.release(list(own.states()), self._on_revoked, delete_owners=False,
                     forward_only=True)
+        # An owner create retried across the expiry may sit on this session: drop it.
+        own.delete_session_leftovers()
         self._lost = False
         self.delivery.resume()
         self._register()

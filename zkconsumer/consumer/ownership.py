@@ -42,6 +42,8 @@ from zkconsumer.zk.paths import (
     encode_offset,
     offset_path,
     owner_path,
+    owners_path,
+    owners_topic_path,
     parse_offset,
     parse_partition_name,
 )
@@ -260,14 +262,53 @@ class Ownership:
     def _delete_owner(self, state: PartitionState) -> None:
         path = owner_path(self.group, state.topic, state.name)
         try:
-            holder = self.session.get(path)
-            if holder == state.thread_id.encode():
-                self.session.delete(path)
-            elif holder is not None:
-                log.warning("not deleting %s: it holds %r, not our %r", path, holder,
-                            state.thread_id)
+            self._delete_if_ours(path, state.thread_id.encode())
         except ZkConsumerError as exc:
             log.warning("could not release %s: %s", path, exc)
+
+    def _delete_if_ours(self, path: str, value: bytes) -> bool:
+        """Delete an owner znode only if it holds ``value`` *and* belongs to our current
+        session.  The value alone is not enough: after a session expiry another member may
+        already hold the partition, and only the session tells our znode from a new one."""
+        node = self.session.get_node(path)
+        if node is None:
+            return False
+        sid = self.session.session_id
+        if node.data != value or sid is None or node.ephemeral_owner != sid:
+            log.warning("not deleting %s: it holds %r of session 0x%x, not our %r of 0x%x",
+                        path, node.data, node.ephemeral_owner, value, sid or 0)
+            return False
+        self.session.delete(path)
+        return True
+
+    def delete_session_leftovers(self) -> list[str]:
+        """Delete every owner znode of the group held by our current session; returns them.
+
+        Called after a session expiry, once every partition was released and before we
+        register again, when we legitimately own nothing.  An owner-znode create that was in
+        flight when the old session died is retried by the session layer (kazoo reports
+        ConnectionLoss for a request whose outcome is unknown) and may land on the *new*
+        session: it then carries our thread id but no state of ours, so no release would
+        ever delete it, and the member the next rebalance gives that partition to could
+        never claim it (a Scala member gives up after its retries: never consumed).
+        """
+        sid = self.session.session_id
+        if sid is None:
+            raise ZooKeeperError("no ZooKeeper session: cannot look for leftover owner znodes")
+        deleted = []
+        with self._ack_lock:
+            tracked = set(self._states)
+        for topic in self.session.get_children(owners_path(self.group)):
+            for name in self.session.get_children(owners_topic_path(self.group, topic)):
+                path = owner_path(self.group, topic, name)
+                node = self.session.get_node(path)
+                if node is None or node.ephemeral_owner != sid or (topic, name) in tracked:
+                    continue
+                log.warning("deleting %s = %r: created on our new session by a request "
+                            "retried across the session expiry", path, node.data)
+                self.session.delete(path)
+                deleted.append(path)
+        return deleted
 
     def verify(self, keys: Iterable[Key]) -> list[Key]:
         """Keys whose owner znode no longer holds our thread id (lost behind our back)."""
@@ -291,14 +332,14 @@ class Ownership:
         offset leaves the fetch offset unknown for the fetcher to resolve by
         ``autooffset.reset``).  Does not start fetchers.
         """
-        created: list[str] = []
+        created: list[tuple[str, bytes]] = []
         conflicts: list[Conflict] = []
         items = sorted(wanted.items())
         try:
             for i, ((topic, name), thread) in enumerate(items):
                 path = owner_path(self.group, topic, name)
                 if self.session.create_ephemeral_expect_conflict(path, thread.encode()):
-                    created.append(path)
+                    created.append((path, thread.encode()))
                     continue
                 conflicts.append((path, self.session.get(path)))
                 # Fail fast (fewer znodes to roll back, less disturbance to the others), but
@@ -325,10 +366,10 @@ class Ownership:
                 self._states[state.key] = state
         return []
 
-    def _rollback(self, created: list[str]) -> None:
-        for path in created:
+    def _rollback(self, created: list[tuple[str, bytes]]) -> None:
+        for path, value in created:
             try:
-                self.session.delete(path)
+                self._delete_if_ours(path, value)
             except ZkConsumerError as exc:
                 log.warning("could not roll back owner znode %s: %s", path, exc)
 

@@ -40,6 +40,14 @@ def test_threads_sort_as_strings_not_numbers() -> None:
     assert got == {"0-10": "g_a-10", "0-2": "g_a-2"}
 
 
+def test_threads_sort_in_java_utf16_order() -> None:
+    # Java compares UTF-16 units: U+1F600 is the pair D83D DE00, so it sorts BEFORE U+FFFD,
+    # although its code point is larger.  A group named with both would otherwise split.
+    astral, bmp = "g_\U0001F600-0", "g_\uFFFD-0"
+    assert assign(["0-0", "0-1"], [bmp, astral], [astral]) == {"0-0": astral}
+    assert assign(["0-0", "0-1"], [bmp, astral], [bmp]) == {"0-1": bmp}
+
+
 def test_extras_go_to_earlier_threads() -> None:
     parts = [f"1-{i}" for i in range(5)]
     threads = ["a-0", "b-0", "c-0"]
