@@ -99,6 +99,7 @@ class BrokerConnection:
         self._failures = 0          # consecutive failed connects
         self._retry_at = 0.0        # clock() before which we do not try to connect again
         self._size_buf = bytearray(4)
+        self._aborted = False       # abort() was called: never connect again
         self.requests_sent = 0      # frames written since the last (re)connect
         self.connected_at: float | None = None  # clock() of the last successful connect
 
@@ -121,6 +122,25 @@ class BrokerConnection:
         """Close the socket; idempotent.  A later call reconnects (no backoff)."""
         with self._lock:
             self._drop()
+
+    def abort(self) -> None:
+        """Close for good, from any thread, without waiting for a call in progress.
+
+        `close` waits for the lock, i.e. for a blocked read to time out (``socket_timeout``).
+        This shuts the socket down under that read instead, so it fails at once with
+        `ConnectionClosedError`, and every later call raises without connecting.  For owners
+        that must shut down within a deadline (``Producer.close(timeout)``).
+        """
+        self._aborted = True
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drop()
+            finally:
+                self._lock.release()
 
     def __enter__(self) -> BrokerConnection:
         return self
@@ -205,6 +225,9 @@ class BrokerConnection:
     def _ensure(self) -> socket.socket:
         if self._sock is not None:
             return self._sock
+        if self._aborted:
+            raise ConnectionClosedError("connection was aborted by its owner", host=self.host,
+                                        port=self.port)
         now = self._clock()
         if now < self._retry_at:
             raise BrokerConnectionError(
@@ -242,6 +265,10 @@ class BrokerConnection:
         self.requests_sent = 0
         self.connected_at = self._clock()
         self._sock = sock
+        if self._aborted:  # abort() ran while we were connecting
+            self._drop()
+            raise ConnectionClosedError("connection was aborted by its owner", host=self.host,
+                                        port=self.port)
         return sock
 
     @staticmethod

@@ -16,7 +16,14 @@ to write, done right for what a real 0.7.2 broker returns (REFERENCE §4.2, §4.
 
 Idempotent requests (fetch, multifetch, offsets) are retried once on a fresh connection when an
 established connection turns out to be broken, like the Scala SimpleConsumer: a broker restart
-between two fetches should not surface as an error.  Not thread-safe beyond what
+between two fetches should not surface as an error.
+
+A response frame that arrived whole but does not decode (a truncated offsets list, a
+multifetch with a broken part or with a different number of parts than requested) means the
+peer is not a sane 0.7 broker or the stream lost sync: it is raised as `BrokerConnectionError`
+naming ``host:port`` (the codec error is its ``__cause__``) and the connection is dropped, so
+callers handle it like any other broken broker (back off, reconnect) instead of dying on a
+`DecodeError`.  Not thread-safe beyond what
 `BrokerConnection` serialises: use one SimpleConsumer per thread.
 """
 
@@ -34,6 +41,7 @@ from zkconsumer.errors import (
     BrokerError,
     ConfigurationError,
     ConnectionClosedError,
+    DecodeError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     UnknownBrokerError,
@@ -136,7 +144,14 @@ class SimpleConsumer:
         """One MULTIFETCH; answers in request order.  Per-set errors are *not* raised."""
         if not fetches:
             return []
-        resp = decode_multifetch_response(self._request(MultiFetchRequest(tuple(fetches))))
+        body = self._request(MultiFetchRequest(tuple(fetches)))
+        try:
+            resp = decode_multifetch_response(body)
+        except DecodeError as exc:
+            raise self._garbled("multifetch", exc) from exc
+        if len(resp.responses) != len(fetches):
+            raise self._garbled(f"multifetch ({len(resp.responses)} part(s) for "
+                                f"{len(fetches)} fetch(es))")
         if resp.error:
             raise BrokerError.for_code(resp.error)
         return list(resp.responses)
@@ -155,10 +170,20 @@ class SimpleConsumer:
                 f"broker closed the connection on an offsets request for {topic}/{partition} "
                 f"(invalid topic or partition number?)", host=self.host, port=self.port
             ) from exc
-        resp = decode_offsets_response(body)
+        try:
+            resp = decode_offsets_response(body)
+        except DecodeError as exc:
+            raise self._garbled("offsets", exc) from exc
         if resp.error:
             raise BrokerError.for_code(resp.error, topic=topic, partition=partition)
         return list(resp.offsets)
+
+    def _garbled(self, what: str, exc: DecodeError | None = None) -> BrokerConnectionError:
+        """An undecodable response: drop the connection (it cannot be trusted any more)."""
+        self.conn.close()
+        detail = f": {exc}" if exc is not None else ""
+        return BrokerConnectionError(f"undecodable {what} response{detail}", host=self.host,
+                                     port=self.port)
 
     def _single_offset(self, topic: str, partition: int, time: int) -> int:
         offsets = self.offsets(topic, partition, time, 1)

@@ -180,7 +180,7 @@ def discover(log_dir: str, *, topics: Iterable[str] | None = None,
 class ReadIssue(NamedTuple):
     """Something a reader stepped over instead of raising: a torn tail or skipped corruption."""
 
-    kind: str  # "torn-tail" | "corrupt"
+    kind: str  # "torn-tail" | "corrupt" | "gap" (bytes missing between two segments)
     path: str
     position: int  # byte position in the file
     offset: int  # partition byte offset (segment start + position)
@@ -324,6 +324,13 @@ def iter_partition_chunks(plog: PartitionLog, *, start: int | None = None,
             break
         if start is not None and start >= seg.end and i < len(segments) - 1:
             continue
+        prev = segments[i - 1].end if i else None
+        if prev is not None and prev != seg.start and (start is None or start < seg.start):
+            # A missing or truncated segment: those bytes are gone; say so, never silently.
+            detail = f"segment starts at {seg.start} but the previous one ends at {prev}"
+            log.warning("gap in %s: %s", plog.path, detail)
+            if stats is not None:
+                stats.issues.append(ReadIssue("gap", seg.path, 0, seg.start, detail))
         seg_start = start if start is not None and seg.start <= start else None
         yield from iter_segment_chunks(
             seg, start=seg_start, end=end, last=i == len(segments) - 1, chunk_size=chunk_size,

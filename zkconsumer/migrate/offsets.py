@@ -24,6 +24,10 @@ What the Scala tools got wrong and this module refuses to do:
 
 Every write path first computes a list of `Change` (old -> new), so ``--dry-run`` shows exactly
 what a real run would do.
+
+An import may name topics or partitions this cluster does not (yet) have in ``/brokers/topics``:
+they are written anyway (importing before the topic exists is a normal migration step, and the
+Scala tool does it), but `import_warnings` names each one so a typo does not pass unnoticed.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from zkconsumer.errors import (
 from zkconsumer.protocol import EARLIEST_TIME, LATEST_TIME, decode_message_set
 from zkconsumer.zk.offsets import commit_offset, read_group_offsets, read_offset
 from zkconsumer.zk.paths import CONSUMERS, consumer_ids_path, offset_path, parse_partition_name
-from zkconsumer.zk.registry import read_brokers, read_topic_partitions
+from zkconsumer.zk.registry import read_brokers, read_partition_names, read_topic_partitions
 from zkconsumer.zk.session import ZkSession
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "export_groups",
     "format_json",
     "format_scala",
+    "import_warnings",
     "list_groups",
     "live_members",
     "parse_offsets_text",
@@ -257,6 +262,29 @@ def plan_import(session: ZkSession, offsets: GroupOffsets, *, force: bool = Fals
                     old = None  # garbage is replaced, which is the point of the import
                 changes.append(Change(group, topic, part, old, new))
     return changes
+
+
+def import_warnings(session: ZkSession, changes: Iterable[Change]) -> list[str]:
+    """One line per imported topic / partition that ``/brokers/topics`` does not list."""
+    by_topic: dict[str, set[str]] = {}
+    for c in changes:
+        by_topic.setdefault(c.topic, set()).add(c.partition)
+    warnings = []
+    for topic in sorted(by_topic):
+        try:
+            registered = set(read_partition_names(session, topic))
+        except ZnodeDataError as exc:
+            warnings.append(f"topic {topic}: cannot check its partitions ({exc})")
+            continue
+        if not registered:
+            warnings.append(f"topic {topic} is not registered in /brokers/topics (yet): its "
+                            "offsets are written anyway")
+            continue
+        missing = sorted(by_topic[topic] - registered)
+        if missing:
+            warnings.append(f"topic {topic} has no partition {', '.join(missing)} in "
+                            "/brokers/topics: those offsets are written anyway")
+    return warnings
 
 
 def apply_changes(session: ZkSession, changes: Iterable[Change]) -> int:

@@ -18,6 +18,12 @@ Two implementations of one small interface (`ClusterView`):
 Invariants: partition lists are replaced, never mutated, so readers need no lock; a list only
 contains live brokers (brokers in ``/brokers/ids``), except that a topic's list is never
 emptied while brokers exist -- it falls back to the bootstrap list.
+
+Garbage znodes (``/brokers/ids/0 = "garbage"``, ``/brokers/topics/T/0 = "x"``, a child name
+that is not a number) are logged at ERROR and *skipped*, unlike the consumer's strict readers
+(`zkconsumer.zk.registry`): a producer cannot send to a broker it cannot parse anyway, and one
+bad znode must neither stop the producer from starting nor freeze every later refresh (a dead
+broker would then never leave the lists).
 """
 
 from __future__ import annotations
@@ -27,12 +33,21 @@ import logging
 import threading
 from typing import Protocol
 
-from zkconsumer.errors import ConfigurationError, ZooKeeperError
+from zkconsumer.errors import ConfigurationError, ZnodeDataError, ZooKeeperError
 from zkconsumer.producer.config import ProducerConfig
 from zkconsumer.producer.partitioning import BrokerPartition, merge_partitions
 from zkconsumer.protocol import RANDOM_PARTITION
-from zkconsumer.zk.paths import BROKER_IDS, BROKER_TOPICS, BrokerInfo, topic_path
-from zkconsumer.zk.registry import read_brokers, read_topic_partitions
+from zkconsumer.zk.paths import (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    BrokerInfo,
+    broker_id_path,
+    parse_broker_id,
+    parse_broker_info,
+    parse_partition_count,
+    topic_broker_path,
+    topic_path,
+)
 from zkconsumer.zk.session import ZkSession
 from zkconsumer.zk.watch import ChildrenWatch, watch_children
 
@@ -127,7 +142,7 @@ class ZkClusterView:
             if topic not in self._watches:
                 self._watches[topic] = watch_children(self.session, topic_path(topic),
                                                       functools.partial(self._on_topic, topic))
-        counts = read_topic_partitions(self.session, topic)
+        counts = _read_topic_partitions(self.session, topic)
         with self._lock:
             current = self._topics.get(topic)
             if current is None:
@@ -222,7 +237,7 @@ class ZkClusterView:
             if stale_brokers:
                 self._reload_brokers()
             for topic in sorted(topics):
-                counts = read_topic_partitions(self.session, topic)
+                counts = _read_topic_partitions(self.session, topic)
                 with self._lock:
                     self._counts[topic] = counts
                     self._apply(topic)
@@ -233,7 +248,7 @@ class ZkClusterView:
             raise
 
     def _reload_brokers(self) -> None:
-        brokers = read_brokers(self.session)
+        brokers = _read_brokers(self.session)
         with self._lock:
             if brokers == self._brokers:
                 return
@@ -257,3 +272,35 @@ class ZkClusterView:
                      [str(p) for p in new])
             self._topics[topic] = new
             self.generation += 1
+
+
+# -- lenient registry reads (garbage is skipped, see the module docstring) ------------------------
+
+
+def _read_brokers(session: ZkSession) -> dict[int, BrokerInfo]:
+    """``/brokers/ids/*`` -> ``{id: BrokerInfo}``; vanished and garbage znodes are skipped."""
+    brokers: dict[int, BrokerInfo] = {}
+    for child in session.get_children(BROKER_IDS):
+        try:
+            bid = parse_broker_id(child, path=f"{BROKER_IDS}/{child}")
+            data = session.get(broker_id_path(bid))
+            if data is not None:
+                brokers[bid] = parse_broker_info(bid, data)
+        except ZnodeDataError as exc:
+            log.error("ignoring a broker registration the producer cannot use: %s", exc)
+    return dict(sorted(brokers.items()))
+
+
+def _read_topic_partitions(session: ZkSession, topic: str) -> dict[int, int]:
+    """``/brokers/topics/<topic>/*`` -> ``{broker: partition count}``; garbage skipped."""
+    counts: dict[int, int] = {}
+    for child in session.get_children(f"{BROKER_TOPICS}/{topic}"):
+        path = f"{BROKER_TOPICS}/{topic}/{child}"
+        try:
+            bid = parse_broker_id(child, path=path)
+            data = session.get(topic_broker_path(topic, bid))
+            if data is not None:
+                counts[bid] = parse_partition_count(path, data)
+        except ZnodeDataError as exc:
+            log.error("ignoring a topic registration the producer cannot use: %s", exc)
+    return dict(sorted(counts.items()))

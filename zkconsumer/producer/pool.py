@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 from zkconsumer.client.connection import BrokerConnection
+from zkconsumer.errors import BrokerConnectionError
 from zkconsumer.producer.config import ProducerConfig
 
 __all__ = ["ConnectionPool"]
@@ -34,10 +35,17 @@ class ConnectionPool:
         self._clock = clock
         self._lock = threading.Lock()
         self._conns: dict[int, BrokerConnection] = {}
+        self._closed = False
 
     def get(self, broker_id: int, host: str, port: int) -> BrokerConnection:
-        """The connection to ``broker_id`` at ``host:port`` (created lazily, not connected)."""
+        """The connection to ``broker_id`` at ``host:port`` (created lazily, not connected).
+
+        `BrokerConnectionError` once the pool is closed: a sender thread that outlived
+        ``Producer.close(timeout)`` must not open new sockets nobody will close.
+        """
         with self._lock:
+            if self._closed:
+                raise BrokerConnectionError("producer is closed", host=host, port=port)
             conn = self._conns.get(broker_id)
             if conn is not None and (conn.host, conn.port) == (host, port):
                 return conn
@@ -64,7 +72,13 @@ class ConnectionPool:
             conn.close()
 
     def close_all(self) -> None:
+        """Close every connection and refuse new ones.
+
+        Uses `BrokerConnection.abort`, so a request still in flight on another thread fails at
+        once instead of holding the caller until its socket timeout.
+        """
         with self._lock:
+            self._closed = True
             conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
-            conn.close()
+            conn.abort()

@@ -18,7 +18,10 @@ request per broker per batch.  Nothing fails silently:
 * `flush` waits until everything queued so far is sent or failed, then raises `DeliveryError`
   if anything failed since the previous flush (``.messages`` = ``[(topic, [payload...]), ...]``);
 * `close` drains the queue (no data is abandoned in it), then releases connections and the
-  ZooKeeper session; it does not raise for failures (they were reported as above).
+  ZooKeeper session; it does not raise for failures (they were reported as above).  With a
+  ``timeout`` it returns within about that long even if brokers hang: what is still queued
+  then and the batch in flight are reported failed (``on_error``, ``stats.failed``, `flush`)
+  instead of being sent.
 
 Client-side checks at ``send()``: the topic name (`InvalidTopicError`), payload types, and
 ``max.message.size`` per *shallow* message (`MessageTooLargeError`; for compressed topics a
@@ -56,6 +59,9 @@ __all__ = ["ErrorCallback", "Producer"]
 log = logging.getLogger(__name__)
 
 ErrorCallback = Callable[[str, list[bytes], Exception], None]
+
+#: How long close() waits for an aborted sender thread to report its last batch.
+_ABORT_GRACE = 5.0
 
 
 class Producer:
@@ -153,8 +159,7 @@ class Producer:
             self._queue.close()
             self._thread.join(timeout)
             if self._thread.is_alive():
-                log.error("producer sender did not finish within %ss; %d message(s) "
-                          "still pending", timeout, self._queue.pending)
+                self._abort_sender(timeout)
         self._pool.close_all()
         self._view.close()
 
@@ -180,6 +185,23 @@ class Producer:
         return self.stats.failed
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _abort_sender(self, timeout: float | None) -> None:
+        """close() deadline passed: fail the queue and the batch in flight, stop the thread."""
+        if self._queue is None or self._thread is None:  # sync mode: nothing runs
+            return
+        log.error("producer sender did not finish within %ss; failing %d pending message(s)",
+                  timeout, self._queue.pending)
+        self._dispatcher.aborted = True  # no more retries for the batch in flight
+        self._pool.close_all()  # its blocked request fails now, not after socket.timeout.ms
+        leftover = self._queue.drain()
+        if leftover:
+            err = ProducerError(f"producer closed (timeout {timeout}s) before this was sent")
+            self._report([(chunk, err) for chunk in leftover])
+            self._queue.done(sum(len(c.payloads) for c in leftover))
+        self._thread.join(_ABORT_GRACE)
+        if self._thread.is_alive():
+            log.error("producer sender still running %ss after being aborted", _ABORT_GRACE)
 
     def _check_sizes(self, topic: str, payloads: list[bytes]) -> None:
         limit = self.config.max_message_size

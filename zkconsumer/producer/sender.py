@@ -77,6 +77,8 @@ class Dispatcher:
         self.stats = stats
         self.chooser = chooser
         self._sleep = sleep
+        #: Set by ``Producer.close`` when its deadline passed: fail what is left, no retries.
+        self.aborted = False
 
     def send(self, chunks: Sequence[Chunk]) -> list[Failure]:
         """Deliver ``chunks`` with retries; return those that could not be delivered."""
@@ -90,7 +92,7 @@ class Dispatcher:
                 (retry if isinstance(exc, _Retry) else final).append((chunk, exc))
             if not retry:
                 break
-            if attempt >= self.config.num_retries:
+            if attempt >= self.config.num_retries or self.aborted:
                 final.extend((c, _cause(e)) for c, e in retry)
                 break
             attempt += 1
@@ -149,7 +151,10 @@ class Dispatcher:
             err = NoBrokersAvailableError(f"broker {broker_id} is not registered")
             excluded.add(broker_id)
             return failures + [(c, _Retry(err)) for part in parts for c in part[1]]
-        conn = self.pool.get(broker_id, *address)
+        try:
+            conn = self.pool.get(broker_id, *address)
+        except BrokerConnectionError as exc:  # the pool is closed
+            return failures + [(c, _Retry(exc)) for part in parts for c in part[1]]
         for group in _request_groups(parts):
             requests = [p[0] for p in group]
             try:

@@ -178,3 +178,23 @@ def test_any_cut_of_the_last_segment_yields_a_prefix(tmp_path_factory: pytest.Te
     assert got == full[:len(got)]
     assert stats.next_offset in (None, *[m[1] for m in full])
     assert [i.kind for i in stats.issues] in ([], ["torn-tail"])
+
+
+def test_odd_files_zero_byte_segments_and_gaps(tmp_path: Path) -> None:
+    """Non-20-digit names and dirs without ``-`` are ignored; empty segments read as nothing;
+    a gap between segments (a missing file: lost bytes) is reported, not silently skipped."""
+    d = _write_partition(tmp_path, "t-0", [SEG_A, b""])  # empty last segment (fresh roll)
+    (d / segment_name(len(SEG_A) + 1000)).write_bytes(SEG_B)  # a segment is missing before it
+    (d / "123.kafka").write_bytes(b"junk")
+    (tmp_path / "nodash").mkdir()
+    (tmp_path / "t-x").mkdir()
+    (plog,) = discover(str(tmp_path))
+    assert [s.size for s in plog.segments] == [len(SEG_A), 0, len(SEG_B)]
+    assert plog.gaps() == [(len(SEG_A), len(SEG_A) + 1000)]
+    stats = ReadStats()
+    got = list(iter_partition(plog, stats=stats))
+    assert [m[2] for m in got] == [m[2] for m in _expected(SEG_A)] + [b"s0", b"s1", b"b0"]
+    assert got[-1][0] > len(SEG_A) + 1000  # offsets keep the segment's own start
+    # before: no issue at all, the 1000 missing bytes vanished without a trace
+    assert [(i.kind, i.offset) for i in stats.issues] == [("gap", len(SEG_A) + 1000)]
+    assert f"previous one ends at {len(SEG_A)}" in stats.issues[0].detail
