@@ -8,9 +8,16 @@ broker, ``zkconsumer.consumer.cli`` for ``group``, ...).  A command module expos
   sub-commands, e.g. ``offsets export``);
 * ``main(args: argparse.Namespace) -> int`` -- runs it and returns the exit status.
 
-This module is the only place that configures logging, and it turns `ZkConsumerError` into a
-one-line message and exit status 1 (a traceback only with ``--debug``), because an operator
-reading "broker error 1: offset out of range [topic=t, partition=0]" needs no stack.
+This module is the only place that configures logging, and it turns every error -- a
+`ZkConsumerError`, an `OSError` (a file that cannot be read or written), anything unexpected --
+into one line ``zkconsumer COMMAND: error: ...`` and exit status 1 (a traceback only with
+``--debug``), because an operator reading "broker error 1: offset out of range [topic=t,
+partition=0]" needs no stack.  Exit statuses: 0 success, 1 error, 2 command-line usage error
+(argparse), 130 interrupted.
+
+One-shot commands (everything but the long-running ones in `_LONG_RUNNING`) keep kazoo's
+connection-retry WARNINGs quiet, so an unreachable ``--zk`` gives exactly one error line (after
+the bounded connection timeout) instead of a screenful of "Connection dropped".
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 from collections.abc import Sequence
 
 from zkconsumer.errors import ZkConsumerError
@@ -39,6 +47,22 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("bench", "zkconsumer.bench.cli"),
 )
 
+#: Commands that run until stopped: they keep kazoo's WARNINGs (a dropped ZooKeeper connection
+#: while running is worth a log line); every other command is one request and one answer.
+_LONG_RUNNING = frozenset({"demo", "dev-cluster", "broker", "run", "mirror", "bench"})
+
+EPILOG = """\
+examples:
+  zkconsumer dev-cluster --brokers 2 --dir /tmp/zkc --zk-port 2181 &
+  echo hello | zkconsumer produce --zk 127.0.0.1:2181 --topic events
+  zkconsumer run --zk 127.0.0.1:2181 --group g1 --topic events --output - --format jsonl
+  zkconsumer group describe --zk 127.0.0.1:2181 --group g1
+  zkconsumer COMMAND --help          (every command has its own examples)
+
+exit status: 0 success, 1 error (one line "zkconsumer COMMAND: error: ..."; --debug for the
+traceback), 2 command-line usage error, 130 interrupted (Ctrl-C)
+"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -48,12 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
             "that shares a group with Scala consumers, produce, inspect groups and offsets, "
             "run a 0.7-compatible dev broker, and migrate data off 0.7."
         ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--log-level", default="INFO",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="logging level for messages on stderr (default: INFO)")
     parser.add_argument("--debug", action="store_true",
-                        help="show full tracebacks for errors")
+                        help="show the full traceback of an error instead of one line")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS:
         try:
@@ -62,19 +88,36 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name and module_name.startswith(exc.name):
                 continue  # that command is not built yet
             raise
-        cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        cmd = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
         module.configure(cmd)
         cmd.set_defaults(_main=module.main)
+        _add_debug_flag(cmd)
     return parser
 
 
-def configure_logging(level: str) -> None:
+def _add_debug_flag(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` after the command too (``zkconsumer group list --zk X --debug``), on every
+    nested sub-command; SUPPRESS keeps a sub-parser from resetting the top-level value."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the full traceback of an error instead of one line")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _add_debug_flag(child)
+
+
+def configure_logging(level: str, *, quiet_kazoo: bool = False) -> None:
     logging.basicConfig(
         level=getattr(logging, level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    logging.getLogger("kazoo").setLevel(max(logging.WARNING, getattr(logging, level)))
+    floor = logging.ERROR if quiet_kazoo and level != "DEBUG" else logging.WARNING
+    logging.getLogger("kazoo").setLevel(max(floor, getattr(logging, level)))
+    if quiet_kazoo and level != "DEBUG":
+        # kazoo warns (Python warnings, not logging) when a chroot does not exist yet.
+        warnings.filterwarnings("ignore", message="No chroot path exists", module="kazoo")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,16 +126,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_main", None):
         parser.print_help()
         return 2
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, quiet_kazoo=args.command not in _LONG_RUNNING)
     try:
         return int(args._main(args) or 0)
-    except ZkConsumerError as exc:
-        if args.debug:
-            raise
-        print(f"zkconsumer {args.command}: error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"zkconsumer {args.command}: error: {_describe(exc)}", file=sys.stderr)
+        return 1
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an error: our own errors say what they mean; an OSError names its file;
+    anything else is a bug, so say so and point at --debug."""
+    if isinstance(exc, ZkConsumerError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    return (f"unexpected {type(exc).__name__}: {exc} (a bug: please report it with the "
+            "output of --debug)")
 
 
 if __name__ == "__main__":

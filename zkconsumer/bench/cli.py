@@ -47,6 +47,12 @@ def available() -> dict[str, ModuleType]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("Each prints one line per case ending with its figure; methods and results: "
+                     "docs/performance.md.\n\n"
+                     "examples:\n  zkconsumer bench codec --codec gzip --size 100\n"
+                     "  zkconsumer bench group --members 2,4 --skip-consume\n"
+                     "  zkconsumer bench NAME --help\n\n"
+                     "exit status: 0 done, 1 error, 2 usage (or no NAME given)")
     sub = parser.add_subparsers(dest="bench", metavar="NAME")
     for name, module in available().items():
         cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)

@@ -39,13 +39,31 @@ _FLAGS = {
 }
 
 
+EPILOG = """\
+Settings, later wins: --config server.properties, then --set KEY=VALUE, then the flags.  Once
+serving it prints "broker N listening on HOST:PORT" on stdout; SIGTERM / Ctrl-C stop it
+cleanly (flush, deregister).  Full reference: docs/dev-broker.md.
+
+examples:
+  zkconsumer broker --broker-id 0 --port 0 --log-dir /tmp/kafka-logs --host 127.0.0.1
+  zkconsumer broker --broker-id 1 --port 9092 --log-dir /var/kafka --zk zk1:2181/kafka \\
+      --num-partitions 4 --topic-partitions clicks:8,views:2
+  zkconsumer broker --config server.properties --port 9093 --set log.retention.hours=24
+
+exit status: 0 stopped by a signal, 1 error (bad setting, port in use, broker id already
+registered, ZooKeeper unreachable), 2 usage
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument("--broker-id", type=int, metavar="N", help="brokerid (required)")
     parser.add_argument("--port", type=int, metavar="P",
                         help="port (default 6667; 0 = any free port, printed at startup)")
     parser.add_argument("--log-dir", metavar="DIR", help="log.dir (required)")
-    parser.add_argument("--zk", metavar="HOST:PORT[/chroot]",
-                        help="zk.connect; omit to run standalone (no registration)")
+    parser.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
+                        help="ZooKeeper connect string, chroot included (zk.connect); omit to "
+                             "run standalone (no registration)")
     parser.add_argument("--num-partitions", type=int, metavar="K",
                         help="num.partitions: partitions per topic on this broker (default 1)")
     parser.add_argument("--topic-partitions", metavar="T1:N,T2:M",
@@ -74,8 +92,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--registration-wait-ms", type=int, metavar="MS",
                         help="retry this long if /brokers/ids/N is still held (e.g. by a "
                              "killed predecessor) instead of refusing at once (default 0)")
-    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                        help="any 0.7 server.properties key (repeatable)")
+    parser.add_argument("--set", "--property", dest="property", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="any 0.7 server.properties key (repeatable; --property is the "
+                             "old name)")
     parser.add_argument("--config", metavar="server.properties",
                         help="a Kafka 0.7 server.properties file (flags override it)")
 
@@ -88,7 +108,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     for item in args.property:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigurationError(f"--property: expected KEY=VALUE, got {item!r}")
+            raise ConfigurationError(f"--set {item!r}: expected KEY=VALUE")
         props[key.strip()] = value
     overrides: dict[str, Any] = {}
     for dest, name in _FLAGS.items():

@@ -26,23 +26,45 @@ from zkconsumer.client.simple import FetchedMessage, SimpleConsumer
 HELP = "print messages of one partition of one broker (like SimpleConsumerShell)"
 
 
+EPILOG = """\
+Offsets are 0.7 byte positions; a start offset must be the start of a message (earliest,
+latest, or a next offset printed by an earlier run).  The summary on stderr ends with the
+offset to resume from.  An unknown topic reads as empty (a 0.7 broker answers it like an
+empty log).
+
+examples:
+  zkconsumer fetch --broker kafka1:9092 --topic orders --partition 0 --max-messages 10
+  zkconsumer fetch --broker kafka1:9092 --topic orders --offset latest --follow
+  zkconsumer fetch --broker kafka1:9092 --topic orders --offset 286894308 --format jsonl
+
+exit status: 0 success, 1 error (broker unreachable, partition out of range, ...), 2 usage
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument("--broker", required=True, metavar="HOST:PORT", help="the broker")
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--partition", type=int, default=0, help="broker-local partition")
+    parser.add_argument("--topic", required=True, help="the topic")
+    parser.add_argument("--partition", type=int, default=0,
+                        help="broker-local partition number (default 0)")
     parser.add_argument("--offset", default="earliest",
                         help="byte offset to start at, or earliest / latest (default earliest)")
     parser.add_argument("--max-messages", type=int, default=None, metavar="N",
-                        help="stop after N messages")
+                        help="stop after N messages (default: all)")
     parser.add_argument("--fetch-size", type=int, default=1048576, metavar="BYTES",
-                        help="bytes per fetch request (default 1048576)")
+                        help="bytes per fetch request, the consumer's fetch.size "
+                             "(default 1048576)")
     parser.add_argument("--max-fetch-size", type=int, default=None, metavar="BYTES",
                         help="largest fetch size when one message is bigger (default "
                              "max(16 MiB, fetch size))")
-    parser.add_argument("--format", choices=["text", "hex", "jsonl"], default="text")
+    parser.add_argument("--format", choices=["text", "hex", "jsonl"], default="text",
+                        help="text: OFFSET<TAB>VALUE (UTF-8, newlines escaped; default); hex: "
+                             "OFFSET<TAB>HEX; jsonl: one JSON object per message")
     parser.add_argument("--follow", action="store_true",
                         help="keep polling at the end of the log instead of stopping")
-    parser.add_argument("--socket-timeout", type=float, default=30.0, metavar="SECONDS")
+    parser.add_argument("--socket-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="socket timeout, the consumer's socket.timeout.ms / 1000 "
+                             "(default 30)")
 
 
 def _text(m: FetchedMessage) -> str:
@@ -75,6 +97,13 @@ def main(args: argparse.Namespace) -> int:
     max_fetch = args.max_fetch_size or max(16 * 1024 * 1024, args.fetch_size)
     fmt = FORMATTERS[args.format]
     count = 0
+    start = -1
+    if args.offset not in ("earliest", "latest"):
+        start = int(args.offset) if args.offset.lstrip("-").isdigit() else -1
+        if start < 0:
+            print(f"zkconsumer fetch: error: --offset must be earliest, latest or a byte "
+                  f"offset >= 0, not {args.offset!r}", file=sys.stderr)
+            return 2
     with SimpleConsumer(host, port, socket_timeout=args.socket_timeout,
                         fetch_size=args.fetch_size, max_fetch_size=max_fetch) as consumer:
         if args.offset == "earliest":
@@ -82,12 +111,7 @@ def main(args: argparse.Namespace) -> int:
         elif args.offset == "latest":
             offset = consumer.latest_offset(args.topic, args.partition)
         else:
-            try:
-                offset = int(args.offset)
-            except ValueError:
-                print(f"zkconsumer fetch: --offset must be a number, earliest or latest, "
-                      f"not {args.offset!r}", file=sys.stderr)
-                return 2
+            offset = start
         next_offset = offset
         out = sys.stdout
         if args.max_messages is None or args.max_messages > 0:

@@ -5,7 +5,9 @@ members (ids value and thread ids), then one line per partition: owner, committe
 end (offsets request -1 to the broker) and lag in bytes, like 0.7's ConsumerOffsetChecker;
 then the VerifyConsumerRebalance check (every partition of a subscribed topic owned by a live
 thread).  With ``--verify`` the exit status is 1 when the check fails.
-``zkconsumer group list --zk ...`` prints one group per line.
+``zkconsumer group list --zk ...`` prints one group per line.  A group with no znode at all
+(``/consumers/G``) is an error (exit 1): it is almost always a typo, and an empty report
+would look like a healthy idle group.
 """
 
 from __future__ import annotations
@@ -13,20 +15,60 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from zkconsumer.consumer.groupinfo import GroupReport, describe_group, list_groups
+from zkconsumer.errors import ConfigurationError
+from zkconsumer.zk.paths import group_path
 from zkconsumer.zk.session import ZkSession
 
 HELP = "inspect consumer groups: list, describe (owners, offsets, lag), verify the rebalance"
 
 
+ZK_METAVAR = "HOST:PORT[,...][/chroot]"
+ZK_HELP = "ZooKeeper connect string of the 0.7 cluster, chroot included (zk.connect)"
+
+LIST_EPILOG = """\
+example:
+  zkconsumer group list --zk zk1:2181,zk2:2181/kafka
+
+exit status: 0 (also when there are no groups), 1 error (e.g. ZooKeeper unreachable)
+"""
+
+DESCRIBE_EPILOG = """\
+The lag column is log end minus committed offset, in bytes (0.7 offsets are byte positions),
+like 0.7's ConsumerOffsetChecker; the rebalance check is VerifyConsumerRebalance (every
+partition of a subscribed topic owned by a live consumer thread).
+
+examples:
+  zkconsumer group describe --zk zk1:2181/kafka --group billing
+  zkconsumer group describe --zk zk1:2181/kafka --group billing --verify --no-log-end
+  zkconsumer group describe --zk zk1:2181/kafka --group billing --json | jq .partitions
+
+exit status: 0 report printed, 1 error (no such group, ZooKeeper unreachable) or, with
+--verify, the rebalance check failed
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("examples:\n  zkconsumer group list --zk zk1:2181/kafka\n"
+                     "  zkconsumer group describe --zk zk1:2181/kafka --group billing --verify")
     sub = parser.add_subparsers(dest="group_command", metavar="SUBCOMMAND", required=True)
-    lst = sub.add_parser("list", help="list the consumer groups in ZooKeeper")
-    lst.add_argument("--zk", required=True, metavar="CONNECT", help="ZooKeeper connect string")
-    desc = sub.add_parser("describe", help="members, owners, offsets and lag of one group")
-    desc.add_argument("--zk", required=True, metavar="CONNECT", help="ZooKeeper connect string")
-    desc.add_argument("--group", required=True)
+    lst = sub.add_parser("list", help="list the consumer groups in ZooKeeper",
+                         description=textwrap.fill(
+                             "List the consumer groups in ZooKeeper (/consumers), one per line."),
+                         epilog=LIST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    lst.add_argument("--zk", required=True, metavar=ZK_METAVAR, help=ZK_HELP)
+    desc = sub.add_parser("describe", help="members, owners, offsets and lag of one group",
+                          description=textwrap.fill(
+                              "Members (with their subscriptions), then per partition the "
+                              "committed offset, log end, lag and owning thread, then the "
+                              "rebalance check."),
+                          epilog=DESCRIBE_EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    desc.add_argument("--zk", required=True, metavar=ZK_METAVAR, help=ZK_HELP)
+    desc.add_argument("--group", required=True, metavar="GROUP",
+                      help="the consumer group (groupid)")
     desc.add_argument("--json", action="store_true", help="print the report as JSON")
     desc.add_argument("--verify", action="store_true",
                       help="exit 1 if a partition has no owner or an owner that is not live")
@@ -69,6 +111,10 @@ def main(args: argparse.Namespace) -> int:
             for group in list_groups(session):
                 print(group)
             return 0
+        if not session.exists(group_path(args.group)):
+            raise ConfigurationError(f"no consumer group {args.group!r} in ZooKeeper at "
+                                     f"{args.zk} (no {group_path(args.group)}; "
+                                     "`zkconsumer group list` shows the groups)")
         report = describe_group(session, args.group, log_end=not args.no_log_end)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))

@@ -37,11 +37,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "  zkconsumer run --config consumer.properties --topic events:2 --exec ./process.sh\n"
         "  zkconsumer run --zk zk1:2181 --group g --whitelist 'logs-.*' "
         "--handler mymod:handle --dead-letter dead.jsonl\n"
-        "exec protocol and the handler API: docs/operations.md")
+        "exec protocol, handler API, honoured 0.7 properties: docs/operations.md\n\n"
+        "exit status: 0 stopped cleanly by SIGTERM / SIGINT, 1 error (bad setting, ZooKeeper\n"
+        "unreachable, a sink that cannot start), 2 usage, 128+N a second signal N (exit at once)")
     g = parser.add_argument_group("group and subscription")
-    g.add_argument("--zk", help="ZooKeeper connect string host:port[,host:port][/chroot] "
-                                "(default: zk.connect of --config)")
-    g.add_argument("--group", help="consumer group (default: groupid of --config)")
+    g.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
+                   help="ZooKeeper connect string of the 0.7 cluster, chroot included "
+                        "(zk.connect; default: zk.connect of --config)")
+    g.add_argument("--group", metavar="GROUP",
+                   help="consumer group (groupid; default: groupid of --config)")
     g.add_argument("--topic", action="append", metavar="T[:STREAMS]",
                    help="topic to consume, optionally with its number of streams "
                         "(repeatable)")
@@ -95,7 +99,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    help="on rebalance, how long to wait for in-flight messages (default 5)")
     o.add_argument("--metrics-port", type=int, metavar="P",
                    help="serve Prometheus /metrics and /healthz on this port (0 = any)")
-    o.add_argument("--metrics-host", default="127.0.0.1",
+    o.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDR",
                    help="address for --metrics-port (default 127.0.0.1)")
     o.add_argument("--health-idle-timeout", type=float, default=60.0, metavar="S",
                    help="/healthz fails after owning no partition this long (default 60)")

@@ -22,7 +22,24 @@ from zkconsumer.devcluster.cluster import DevCluster
 HELP = "run a local ZooKeeper and N Kafka 0.7 dev brokers (prints the connect string)"
 
 
+EPILOG = """\
+Once up it prints two lines on stdout and runs until SIGTERM / Ctrl-C:
+  zookeeper: 127.0.0.1:41234
+  brokers: 0:127.0.0.1:40001,1:127.0.0.1:40002
+Needs a ZooKeeper installation (Debian's zookeeper package).  The brokers flush every message
+at once (dev settings, not 0.7's); see docs/dev-broker.md.
+
+examples:
+  zkconsumer dev-cluster --brokers 2 --dir /tmp/zkc
+  zkconsumer dev-cluster --brokers 3 --dir /tmp/zkc --zk-port 2181 --base-port 9092 \\
+      --num-partitions 4 --chroot /kafka
+
+exit status: 0 stopped by a signal, 1 error (port in use, unwritable --dir, ...), 2 usage
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument("--brokers", type=int, default=2, metavar="N",
                         help="number of brokers, ids 0..N-1 (default 2)")
     parser.add_argument("--dir", required=True, metavar="DIR",

@@ -15,6 +15,7 @@ import argparse
 import base64
 import json
 import sys
+import textwrap
 from typing import Any, TextIO
 
 from zkconsumer.migrate.logdir import PartitionLog, ReadStats, discover, iter_partition_chunks
@@ -22,10 +23,30 @@ from zkconsumer.migrate.logdir import PartitionLog, ReadStats, discover, iter_pa
 HELP = "inspect a Kafka 0.7 broker log directory (segment files) without a broker"
 
 
+DUMP_EPILOG = """\
+A torn tail (a message cut short at the end of the last segment, as after a crash) is normal
+and skipped, as the 0.7 broker's recovery would.
+
+examples:
+  zkconsumer logdir dump /mnt/broker3/kafka-logs
+  zkconsumer logdir dump /mnt/broker3/kafka-logs --topic orders --messages --json | head
+  zkconsumer logdir dump /mnt/broker3/kafka-logs --skip-corrupt
+
+exit status: 0 everything readable, 1 corruption found (with --skip-corrupt) or an error
+(without it the first corruption stops the dump, naming the file and position), 2 usage
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="logdir_command", metavar="SUBCOMMAND", required=True)
+    parser.epilog = "example:\n  zkconsumer logdir dump /mnt/broker3/kafka-logs --topic orders"
     dump = sub.add_parser("dump", help="summarise (and optionally print) the messages on disk",
-                          description="summarise (and optionally print) the messages on disk")
+                          description=textwrap.fill(
+                              "Summarise, per partition, the segment files of a 0.7 broker's "
+                              "log.dir (segments, messages, first / last / next offset, bytes, "
+                              "torn tails, corruption) and optionally print every message "
+                              "(tab-separated topic-partition, offset, next offset, value)."),
+                          epilog=DUMP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     dump.add_argument("dir", metavar="DIR", help="the broker's log.dir")
     dump.add_argument("--topic", action="append", help="only this topic (repeatable)")
     dump.add_argument("--partition", type=int, help="only this partition number")

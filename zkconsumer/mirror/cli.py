@@ -33,8 +33,10 @@ log = logging.getLogger(__name__)
 
 
 def _add_source_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--zk", help="source ZooKeeper connect string (zk.connect)")
-    p.add_argument("--group", help="source consumer group (groupid)")
+    p.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
+                   help="ZooKeeper connect string of the source 0.7 cluster, chroot included "
+                        "(zk.connect)")
+    p.add_argument("--group", metavar="GROUP", help="source consumer group (groupid)")
     p.add_argument("--to", dest="to", metavar="URL",
                    help="target: kafka://HOST:PORT[,HOST:PORT] or kafka07://ZK[/chroot]")
     p.add_argument("--topic-map", metavar="OLD:NEW,...", help="rename topics on the target")
@@ -44,15 +46,49 @@ def _add_source_flags(p: argparse.ArgumentParser) -> None:
                    help="override one property (repeatable)")
 
 
+EPILOG = """\
+Settings, later wins: --config file (0.7 consumer keys, mirror.* and target.* keys), then
+--set, then the flags.  SIGTERM / Ctrl-C stop cleanly (wait for in-flight acks, commit).  An
+unreachable target is retried until it is back (offsets do not move, /healthz is 503).
+Properties and guarantees: docs/mirror.md.
+
+examples:
+  zkconsumer mirror --zk zk1:2181/kafka07 --group mirror-to-new --whitelist 'events\\..*' \\
+      --to kafka://kafka1:9092,kafka2:9092 --metrics-port 9310 --progress
+  zkconsumer mirror --zk zk1:2181/kafka07 --group m --topic orders:2 --to kafka07://zk9:2181/new
+  zkconsumer mirror verify --zk zk1:2181/kafka07 --group mirror-to-new --to kafka://kafka1:9092
+
+exit status: 0 stopped cleanly by a signal, 1 fatal error (bad setting, missing target topic
+without --create-topics, a source message that cannot be handed out), 2 usage
+"""
+
+VERIFY_EPILOG = """\
+Counts each source partition from its earliest retained offset up to the group's committed
+offset, and the target topics (after --topic-map).  Run it after the mirror stopped cleanly.
+Status per row: OK, MISSING (target has fewer), EXTRA (target has more, e.g. replays).
+
+example:
+  zkconsumer mirror verify --zk zk1:2181/kafka07 --group mirror-to-new \\
+      --to kafka://kafka1:9092 --payloads
+
+exit status: 0 every row OK, 1 a row is not OK (EXTRA allowed with --allow-duplicates), the
+group has no committed offsets, or an error; 2 usage
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     _add_source_flags(parser)
     sel = parser.add_mutually_exclusive_group()
     sel.add_argument("--topic", action="append", default=[], metavar="TOPIC[:STREAMS]",
                      help="source topic (repeatable)")
     sel.add_argument("--whitelist", metavar="RE", help="mirror topics matching this regex")
     sel.add_argument("--blacklist", metavar="RE", help="mirror topics not matching this regex")
-    parser.add_argument("--num-streams", type=int, default=1,
-                        help="streams (thread ids) per topic this member registers (default 1)")
+    parser.add_argument("--streams", "--num-streams", dest="num_streams", type=int, default=1,
+                        metavar="N",
+                        help="streams (thread ids) per topic this member registers, when not "
+                             "given as TOPIC:STREAMS (default 1; --num-streams is the old "
+                             "name)")
     parser.add_argument("--partitioning", default="preserve",
                         choices=["preserve", "hash", "round-robin"],
                         help="target partition choice (default preserve: source partition i "
@@ -62,17 +98,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "the message key")
     parser.add_argument("--create-topics", action="store_true",
                         help="create missing target topics (kafka:// only; needs --partitions)")
-    parser.add_argument("--partitions", type=int, help="partitions of created topics")
-    parser.add_argument("--replication-factor", type=int, default=1,
+    parser.add_argument("--partitions", type=int, metavar="N",
+                        help="partitions of created topics")
+    parser.add_argument("--replication-factor", type=int, default=1, metavar="R",
                         help="replication factor of created topics (default 1)")
-    parser.add_argument("--metrics-port", type=int,
-                        help="serve Prometheus /metrics and /healthz on this port")
+    parser.add_argument("--metrics-port", type=int, metavar="P",
+                        help="serve Prometheus /metrics and /healthz on this port (0 = any; "
+                             "default off)")
+    parser.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDR",
+                        help="address for --metrics-port (default 127.0.0.1)")
     parser.add_argument("--progress", action="store_true",
                         help="print a progress line on stderr")
-    sub = parser.add_subparsers(dest="mirror_command", metavar="{verify}")
+    sub = parser.add_subparsers(dest="mirror_command", metavar="[verify]")
     verify = sub.add_parser("verify", help="compare mirrored message counts, source vs target",
                             description="Count the source range the group committed and the "
-                                        "target topics; print a table; exit 1 on mismatch.")
+                                        "target topics; print a table; exit 1 on mismatch.",
+                            epilog=VERIFY_EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_source_flags(verify)
     verify.add_argument("--topic", action="append", default=[], metavar="TOPIC",
                         help="only these source topics (default: every topic the group "
@@ -190,7 +232,7 @@ def _run(args: argparse.Namespace) -> int:
 
         server = start_metrics_server(
             config.metrics_port, MirrorMetrics(MirrorCollector(mirror.stats, partitions)),
-            health)
+            health, host=args.metrics_host)
 
     def on_signal(signum: int, _frame: Any) -> None:
         log.info("signal %d: stopping (waiting for in-flight acks, then committing)", signum)

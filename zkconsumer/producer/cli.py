@@ -41,18 +41,38 @@ log = logging.getLogger(__name__)
 _LEN = struct.Struct(">i")
 
 
+EPILOG = """\
+Settings, later wins: --config file, then --set, then the flags.  Give the cluster with --zk
+(the producer picks the partition: by key with the Java hash, else random) or --broker-list.
+A summary goes to stderr at the end.
+
+examples:
+  echo hello | zkconsumer produce --zk zk1:2181/kafka --topic events
+  zkconsumer produce --zk zk1:2181/kafka --topic events --key-separator $'\\t' < keyed.tsv
+  zkconsumer produce --broker-list 0:kafka1:9092 --topic events --compression gzip --confirm < f
+  zkconsumer produce --config producer.properties --topic events --async --set queue.time=100 < f
+
+exit status: 0 every message sent, 1 a message failed or an error, 2 usage
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--zk", metavar="CONNECT", help="ZooKeeper connect string (zk.connect)")
+    where.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
+                       help="ZooKeeper connect string of the 0.7 cluster, chroot included "
+                            "(zk.connect)")
     where.add_argument("--broker-list", metavar="ID:HOST:PORT,...",
-                       help="static brokers (broker.list); the broker picks the partition")
-    parser.add_argument("--topic", required=True)
+                       help="static brokers instead of ZooKeeper (broker.list); the broker "
+                            "picks the partition")
+    parser.add_argument("--topic", required=True, help="the topic to send to")
     parser.add_argument("--key-separator", metavar="SEP",
                         help="text input: split each line into KEY SEP VALUE")
     parser.add_argument("--compression", choices=["none", "gzip", "snappy"],
-                        help="compression.codec")
+                        help="compression.codec (default none)")
     parser.add_argument("--confirm", action="store_true",
-                        help="confirm every produce (one round trip each; detects rejections)")
+                        help="confirm every produce with a following offsets request (one "
+                             "round trip each; detects rejections; property confirm=true)")
     parser.add_argument("--binary", action="store_true",
                         help="stdin holds int32-BE-length-prefixed records, not lines")
     parser.add_argument("--async", dest="use_async", action="store_true",
@@ -89,6 +109,9 @@ def build_config(args: argparse.Namespace) -> ProducerConfig:
         props["producer.type"] = "async"
     if args.batch_size is not None:
         props["batch.size"] = str(args.batch_size)
+    if not props.get("zk.connect") and not props.get("broker.list"):
+        raise ConfigurationError("give --zk HOST:PORT[/chroot] or --broker-list ID:HOST:PORT,... "
+                                 "(or zk.connect / broker.list in --config)")
     return ProducerConfig.from_properties(props)
 
 

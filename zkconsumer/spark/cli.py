@@ -24,27 +24,51 @@ from zkconsumer.errors import ConfigurationError
 HELP = "export a Kafka 0.7 topic (live cluster or log directory) to Parquet/JSON with Spark"
 
 
+EPILOG = """\
+Offsets are 0.7 byte positions.  --from / --until FILE: a JSON offsets file as written to
+DIR/_zkconsumer_offsets.json (or by `offsets export --format json`).  Rows: topic, broker_id,
+partition, offset, next_offset, value.  Needs pyspark (pip install 'zkconsumer[spark]').
+
+examples:
+  zkconsumer export --zk zk1:2181/kafka --topic orders --to /data/orders
+  zkconsumer export --zk zk1:2181/kafka --topic orders --to /data/orders --from previous
+  zkconsumer export --zk zk1:2181/kafka --pattern 'logs-.*' --to /data/logs --format json
+  zkconsumer export --log-dir /mnt/broker3/kafka-logs --topic orders --broker-id 3 --to /data/b3
+
+exit status: 0 exported, 1 error (unknown topic, unreadable offsets file, Spark failure), 2 usage
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--zk", metavar="ZK", help="ZooKeeper connect string of the cluster")
-    src.add_argument("--brokers", metavar="ID:HOST:PORT,...", help="brokers, without ZooKeeper")
+    src.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
+                     help="ZooKeeper connect string of the 0.7 cluster, chroot included "
+                          "(zk.connect)")
+    src.add_argument("--broker-list", "--brokers", dest="brokers", metavar="ID:HOST:PORT,...",
+                     help="static brokers instead of ZooKeeper (broker.list)")
     src.add_argument("--log-dir", metavar="LOGDIR", help="a broker's log.dir on disk")
-    parser.add_argument("--topic", help="topic name or comma list (required unless --log-dir)")
-    parser.add_argument("--pattern", help="topic regex instead of --topic")
-    parser.add_argument("--to", required=True, metavar="DIR", help="output directory")
-    parser.add_argument("--format", choices=["parquet", "json"], default="parquet")
+    parser.add_argument("--topic", help="topic name or comma list (this or --pattern; "
+                                        "--log-dir: default every topic)")
+    parser.add_argument("--pattern", metavar="REGEX", help="topic regex instead of --topic")
+    parser.add_argument("--to", required=True, metavar="DIR",
+                        help="output directory (files are added; created if missing)")
+    parser.add_argument("--format", choices=["parquet", "json"], default="parquet",
+                        help="output format (default parquet)")
     parser.add_argument("--from", dest="start", default="earliest",
                         metavar="earliest|group:G|previous|FILE",
-                        help="where to start (previous = DIR/_zkconsumer_offsets.json)")
+                        help="where to start (default earliest; group:G = group G's committed "
+                             "offsets; previous = DIR/_zkconsumer_offsets.json)")
     parser.add_argument("--until", default="latest", metavar="latest|FILE",
                         help="where to stop (default: the latest offsets at start)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--max-split-bytes", type=int, metavar="N",
                         help="merge segments into Spark tasks of up to N bytes")
     parser.add_argument("--num-partitions", type=int, metavar="N",
-                        help="partitions per broker (with --brokers; default 1)")
+                        help="partitions per broker (with --broker-list; default 1)")
     parser.add_argument("--broker-id", type=int, metavar="ID",
-                        help="broker id to put in the rows (with --log-dir)")
+                        help="broker id to put in the rows (with --log-dir; default none: "
+                             "broker_id is null)")
     parser.add_argument("--progress", action="store_true",
                         help="show the progress line even when stderr is not a terminal")
 
@@ -63,6 +87,9 @@ def _offsets_arg(value: str, out_dir: str, flag: str) -> str:
 
 def build_options(args: argparse.Namespace) -> dict[str, str]:
     """The ``kafka07`` options for the CLI flags (validated later by the source's parser)."""
+    if not args.log_dir and not args.topic and not args.pattern:
+        raise ConfigurationError("give --topic T[,T2...] or --pattern REGEX (only --log-dir "
+                                 "exports every topic by default)")
     options: dict[str, str] = {}
     if args.zk:
         options["zookeeper.connect"] = args.zk

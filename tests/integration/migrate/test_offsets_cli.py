@@ -91,6 +91,25 @@ def test_import_refuses_live_group_and_bad_files(zk_connect: str, zk_session: Zk
     assert read_group_offsets(zk_session, "g") == {}  # nothing written, not even line 1
 
 
+def test_import_warns_about_unregistered_topics_and_partitions(
+        zk_connect: str, zk_session: ZkSession, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    zk_session.update_persistent("/brokers/topics/known/0", b"2")  # partitions 0-0 and 0-1
+    zk_session.update_persistent("/brokers/topics/junk/0", b"x")
+    f = tmp_path / "in.txt"
+    f.write_text("/consumers/g/offsets/known/0-1:5\n/consumers/g/offsets/known/0-7:6\n"
+                 "/consumers/g/offsets/ghost/0-0:7\n/consumers/g/offsets/junk/0-0:8\n")
+    assert cli.main(["offsets", "import", "--zk", zk_connect, str(f)]) == 0
+    err = capsys.readouterr().err
+    assert "topic ghost is not registered in /brokers/topics" in err
+    assert "topic known has no partition 0-7" in err
+    assert "topic junk: cannot check its partitions" in err
+    assert "0-1" not in err
+    # written anyway: importing ahead of the topic is a normal migration step
+    assert read_group_offsets(zk_session, "g") == {"known": {"0-1": 5, "0-7": 6},
+                                                   "ghost": {"0-0": 7}, "junk": {"0-0": 8}}
+
+
 def _produce_topic(broker: Any, zk_session: ZkSession, topic: str, n_parts: int) -> None:
     with BrokerConnection(broker.host, broker.port) as conn:
         for p in range(n_parts):
