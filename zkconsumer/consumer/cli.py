@@ -93,7 +93,10 @@ def _print_report(report: GroupReport) -> None:
             owner += " (NOT LIVE)"
         out.write(f"{p.topic:<24} {p.partition:<10} {_n(p.offset):>14} {_n(p.log_end):>14} "
                   f"{_n(p.lag):>12}  {owner}\n")
-    if report.ok:
+    if report.ok and not report.members:
+        out.write("rebalance check: no live members (nothing is owned; offsets above are "
+                  "where the next member starts)\n")
+    elif report.ok:
         out.write("rebalance check: OK (every partition owned by a live thread)\n")
     else:
         out.write(f"rebalance check: FAILED ({len(report.problems)} problem(s))\n")

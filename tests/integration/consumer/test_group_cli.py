@@ -55,3 +55,22 @@ def test_describe_and_verify(dev_broker: Any, zk_client: KazooClient, zk_connect
     assert "t/0-0 is owned by g1_gone-0, which is not a live consumer thread of t" in out
     assert "t/0-1 has no owner" in out
     assert "rebalance check: FAILED" in out
+
+
+def test_describe_after_every_member_left_says_so(
+        dev_broker: Any, zk_client: KazooClient, zk_connect: str,
+        make_consumer: Callable[..., GroupConsumer], capsys: pytest.CaptureFixture[str]) -> None:
+    # With no live member nothing can be owned: the report must not claim that every
+    # partition is owned by a live thread (it used to, vacuously).
+    b = dev_broker(num_partitions=1)
+    produce_to(b, "t", 0, [b"a"])
+    wait_until(lambda: zk_client.exists("/brokers/topics/t/0"), what="topic")
+    z = make_consumer(Subscription(topics={"t": 1}), consumer_id="me")
+    drain(z, 1)
+    z.commit()
+    z.close()
+    assert main(["group", "describe", "--zk", zk_connect, "--group", GROUP]) == 0
+    out = capsys.readouterr().out
+    assert "0 member(s)" in out
+    assert "rebalance check: no live members" in out
+    assert "every partition owned" not in out
