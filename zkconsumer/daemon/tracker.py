@@ -63,6 +63,21 @@ class AckTracker:
         """False if ``key`` was revoked after a batch stamped ``generation`` was submitted."""
         return self._revoked_at.get(key, -1) <= generation
 
+    def current(self, messages: Sequence[MessageLike],
+                generation: int | None) -> Sequence[MessageLike]:
+        """``messages`` without those of partitions revoked after ``generation`` (None: all).
+
+        Sinks call it (with `cond` held) on a batch the daemon polled while the tracker was at
+        ``generation``: a rebalance that ran between the poll and the submit already
+        abandoned those partitions, so their messages must not be delivered, and above all
+        not acknowledged, after the fact -- their new owner (maybe us again) re-reads them.
+        """
+        if generation is None or generation == self._generation:
+            return messages
+        revoked_at = self._revoked_at
+        return [m for m in messages
+                if revoked_at.get((m.topic, m.broker_id, m.partition_id), -1) <= generation]
+
     def acked(self, messages: Sequence[MessageLike], generation: int) -> None:
         """Record that the sink acknowledged ``messages`` (in order) of a batch stamped
         ``generation``.  Call with `cond` held; wakes every waiter."""

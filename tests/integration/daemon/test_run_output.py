@@ -192,3 +192,21 @@ def test_oversized_message_stops_only_its_partition(tmp_path: Path, dev_broker: 
         assert d.stop() == 0, d.log
     finally:
         d.close()
+
+
+def test_full_disk_stops_the_daemon_without_committing(tmp_path: Path, dev_broker: Any,
+                                                       zk_connect: str,
+                                                       zk_client: KazooClient) -> None:
+    # /dev/full fails every write with ENOSPC: the daemon must stop (exit 1, a supervisor
+    # restarts it) and commit nothing -- never skip what it could not write.
+    dev_broker.many(1, num_partitions=2)
+    produce(zk_connect, "ev", values("f", 50))
+    d = DaemonProcess(tmp_path, zk_connect, "g", ["--topic", "ev", "--output", "/dev/full",
+                                                  "--set", "autocommit.interval.ms=100"])
+    try:
+        assert d.proc.wait(30) == 1, d.log
+        assert "No space left on device" in d.log
+        assert _nonzero(committed(zk_client, "g", "ev")) == {}
+        assert zk_client.get_children("/consumers/g/ids") == []  # left the group
+    finally:
+        d.close()

@@ -222,3 +222,75 @@ def test_revoked_messages_are_not_redelivered(tmp_path: Path) -> None:
         assert sink.tracker.take() == [p0[-1]]
     finally:
         sink.close(2.0)
+
+
+# Claims two acknowledgements for every message it reads (the first child only).
+OVER_ACK = """
+    import os, sys
+    rec = open(sys.argv[1], "ab")
+    first = os.environ["ZKCONSUMER_RESTARTS"] == "0"
+    for line in sys.stdin.buffer:
+        rec.write(os.environ["ZKCONSUMER_RESTARTS"].encode() + b" " + line); rec.flush()
+        sys.stdout.write("ack 2\\n" if first else "ok\\n"); sys.stdout.flush()
+"""
+
+
+def test_child_acknowledging_more_than_it_was_sent_is_restarted(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, OVER_ACK)
+    sink.start()
+    try:
+        batch = make_messages(1)
+        sink.submit(batch)
+        wait_until(lambda: sink.tracker.acked_messages == 1, what="ack from the 2nd child")
+        assert sink.restarts == 1
+        assert rec.read_bytes().splitlines() == [b"0 m0", b"1 m0"]  # redelivered, once
+        assert sink.tracker.take() == [batch[0]]
+        assert sink.inflight() == 0
+    finally:
+        sink.close(2.0)
+
+
+def test_batch_polled_before_a_rebalance_skips_revoked_partitions(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, ACK_EACH)
+    sink.start()
+    try:
+        a = make_messages(3, partition=0, prefix="a")
+        b = make_messages(2, partition=1, prefix="b")
+        polled_at = sink.tracker.generation
+        sink.tracker.revoke([("t", 0, 0)])
+        sink.submit(a + b, polled_at)
+        assert sink.inflight() == 2
+        assert sink.drain(10.0)
+        assert rec.read_bytes() == b"b0\nb1\n"
+        assert sink.tracker.take() == [b[-1]]
+    finally:
+        sink.close(2.0)
+
+
+# First child: one complete "ok", then an "ok" without its newline, then it crashes.
+TORN_ACK = """
+    import os, sys
+    rec = open(sys.argv[1], "ab")
+    first = os.environ["ZKCONSUMER_RESTARTS"] == "0"
+    for line in sys.stdin.buffer:
+        rec.write(os.environ["ZKCONSUMER_RESTARTS"].encode() + b" " + line); rec.flush()
+        if first and line == b"m1\\n":
+            os.write(1, b"ok")   # torn: the crash lands before the newline
+            os._exit(9)
+        os.write(1, b"ok\\n")
+"""
+
+
+def test_torn_last_ack_line_of_a_crashed_child_does_not_count(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, TORN_ACK)
+    sink.start()
+    try:
+        batch = make_messages(3)
+        sink.submit(batch)
+        wait_until(lambda: sink.tracker.acked_messages == 3, what="3 acks")
+        assert sink.restarts == 1
+        second = [line[2:] for line in rec.read_bytes().splitlines() if line[:2] == b"1 "]
+        assert second == [b"m1", b"m2"]  # m1 (torn ack) re-sent, m0 not
+        assert sink.tracker.take() == [batch[-1]]
+    finally:
+        sink.close(2.0)

@@ -97,3 +97,48 @@ def test_torn_tail_without_any_newline_and_raw_untouched(tmp_path: Path) -> None
     sink.start()
     sink.close(1.0)
     assert raw.read_bytes() == b"abc"  # no record boundaries to repair
+
+
+def test_batch_polled_before_a_rebalance_skips_revoked_partitions(tmp_path: Path) -> None:
+    # A batch polled before a rebalance and submitted after it: the revoked partition's
+    # messages were abandoned; written and acknowledged now they would be committed under the
+    # new generation past messages that were never delivered.
+    out = tmp_path / "out.txt"
+    tracker = AckTracker()
+    sink = FileSink(tracker, str(out), "lines")
+    sink.start()
+    a = make_messages(3, partition=0, prefix="a")
+    b = make_messages(2, partition=1, prefix="b")
+    polled_at = tracker.generation
+    tracker.revoke([("t", 0, 0)])
+    sink.submit(a + b, polled_at)
+    sink.submit(make_messages(1, partition=0, prefix="x"), polled_at)  # all revoked: no-op
+    sink.close(1.0)
+    assert out.read_bytes() == b"b0\nb1\n"
+    assert tracker.take() == [b[-1]]
+
+
+def test_full_disk_raises_and_acknowledges_nothing(tmp_path: Path) -> None:
+    # /dev/full fails every write with ENOSPC: the batch must stay unacknowledged (the
+    # daemon stops and the batch is re-read), never be skipped.
+    tracker = AckTracker()
+    sink = FileSink(tracker, "/dev/full", "lines")
+    sink.start()
+    with pytest.raises(SinkError, match="No space left"):
+        sink.submit(make_messages(3))
+    assert tracker.acked_messages == 0
+    assert tracker.take() == []
+    assert sink.errors == 1
+    sink.close(1.0)
+
+
+def test_output_to_a_device_is_not_fsynced(tmp_path: Path) -> None:
+    # fsync(/dev/null) fails EINVAL: that must not stop a daemon writing to a device.
+    tracker = AckTracker()
+    sink = FileSink(tracker, "/dev/null", "lines")
+    sink.start()
+    sink.submit(make_messages(2))
+    sink.sync()
+    sink.reopen()
+    sink.close(1.0)
+    assert tracker.acked_messages == 2

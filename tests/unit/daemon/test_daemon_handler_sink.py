@@ -164,3 +164,23 @@ def test_load_handler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                       ("myhandlers_mod:value", "not callable")):
         with pytest.raises(ConfigurationError, match=text):
             load_handler(bad)
+
+
+def test_batch_polled_before_a_rebalance_skips_revoked_partitions() -> None:
+    rec = Recorder()
+    sink = _sink(rec)
+    try:
+        a = make_messages(3, partition=0)
+        b = make_messages(2, partition=1)
+        polled_at = sink.tracker.generation
+        sink.tracker.revoke([("t", 0, 0)])
+        sink.abandon({("t", 0, 0)})
+        sink.submit(a + b, polled_at)
+        assert sink.inflight() == 2
+        wait_until(lambda: sink.tracker.acked_messages == 2, what="2 acks")
+        assert sink.drain(5.0)
+        assert [pid for pid, _ in rec.calls] == [1]
+        assert sink.tracker.take() == [b[-1]]
+        assert sink.inflight() == 0
+    finally:
+        sink.close(2.0)

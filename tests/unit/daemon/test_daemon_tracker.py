@@ -50,3 +50,16 @@ def test_revoke_drops_untaken_acks_and_is_current() -> None:
     assert not t.is_current(("t", 0, 0), gen)
     assert t.is_current(("t", 0, 0), t.generation)
     assert t.is_current(("t", 0, 1), gen)
+
+
+def test_current_drops_partitions_revoked_since_the_poll() -> None:
+    t = AckTracker()
+    a = make_messages(3, partition=0)
+    b = make_messages(2, partition=1)
+    polled_at = t.generation
+    assert t.current(a + b, polled_at) == a + b  # nothing happened since: the same object
+    t.revoke([("t", 0, 0)])
+    with t.cond:
+        assert t.current(a + b, polled_at) == b
+        assert t.current(a + b, t.generation) == a + b  # re-assigned and polled again
+        assert t.current(a + b, None) == a + b

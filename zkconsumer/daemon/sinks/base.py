@@ -12,6 +12,10 @@ Invariants every sink keeps:
   the file object, acknowledged by the child, returned from the handler);
 * `sync` makes everything acknowledged so far durable (the daemon calls it before every
   commit), so a crash after the commit cannot lose an acknowledged message;
+* a batch is filtered with ``AckTracker.current(batch, generation)`` under ``tracker.cond``
+  before it is stamped with the tracker's generation: a batch polled before a rebalance and
+  submitted after it must not smuggle messages of an abandoned partition in under the new
+  generation (acknowledged, they would move the offset past abandoned, unprocessed ones);
 * `inflight` counts messages submitted and neither acknowledged nor dropped: the daemon
   polls only while it is below ``--max-in-flight`` (backpressure);
 * `drain` waits (bounded) for work already handed to user code; `abandon` forgets
@@ -45,8 +49,13 @@ class Sink:
     def start(self) -> None:
         """Open files / start threads and children.  Raises `SinkError`."""
 
-    def submit(self, batch: Sequence[MessageLike]) -> None:
-        """Take a polled batch (main thread).  Must not block on user code."""
+    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
+        """Take a polled batch (main thread).  Must not block on user code.
+
+        ``generation`` is `AckTracker.generation` read *before* the batch was polled: with
+        `tracker.cond` held, drop the messages `AckTracker.current` rejects (a rebalance
+        revoked their partitions between the poll and this call).
+        """
         raise NotImplementedError
 
     def inflight(self) -> int:

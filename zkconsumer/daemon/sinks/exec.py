@@ -139,11 +139,11 @@ class ExecSink(Sink):
                                             name="zkconsumer-exec-supervisor", daemon=True)
         self._supervisor.start()
 
-    def submit(self, batch: Sequence[MessageLike]) -> None:
-        if not batch:
-            return
-        messages = list(batch)
+    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
         with self.tracker.cond:
+            messages = list(self.tracker.current(batch, generation))
+            if not messages:
+                return
             sent = _Sent(messages, self.tracker.generation, self._seq)
             self._seq += 1
             self._batches.append(sent)

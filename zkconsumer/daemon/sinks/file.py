@@ -15,7 +15,8 @@ Invariants:
   until every byte is written;
 * `reopen` (SIGHUP) syncs and closes the current file, then opens the path again, so
   logrotate's "move, then signal" leaves no message in the moved file unsynced;
-* ``-`` writes to stdout; ``fsync`` on a pipe or terminal is skipped (it cannot apply).
+* ``-`` writes to stdout; ``fsync`` on a pipe, terminal or device (``/dev/null``) is skipped
+  (it cannot apply).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from typing import BinaryIO
@@ -50,6 +52,7 @@ class FileSink(Sink):
         self._delimited = fmt in ("lines", "jsonl")  # records end in a newline
         self._fd: int | None = None
         self._stdout: BinaryIO | None = None
+        self._regular = True
         self.bytes_written = 0
 
     def start(self) -> None:
@@ -62,7 +65,9 @@ class FileSink(Sink):
         try:
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                                0o644)
-            if self._delimited:
+            # fsync applies to regular files only: on a device (/dev/null) it fails EINVAL
+            self._regular = stat.S_ISREG(os.fstat(self._fd).st_mode)
+            if self._delimited and self._regular:
                 self._repair_tail(self._fd)
         except OSError as exc:
             raise SinkError(f"cannot open output file {self.path!r}: {exc}") from exc
@@ -92,10 +97,16 @@ class FileSink(Sink):
                     "bytes -- those messages were not committed and are written again",
                     self.path, size - keep, extra={"event": "output_repair"})
 
-    def submit(self, batch: Sequence[MessageLike]) -> None:
+    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
         data = self._encode(batch)
         tracker = self.tracker
         with tracker.cond:  # a rebalance may sync or a SIGHUP reopen from another thread
+            kept = tracker.current(batch, generation)
+            if len(kept) != len(batch):  # a rebalance ran since the poll (rare)
+                batch = kept
+                if not batch:
+                    return
+                data = self._encode(batch)
             try:
                 if self._stdout is not None:
                     self._stdout.write(data)
@@ -125,7 +136,7 @@ class FileSink(Sink):
             if self._stdout is not None:
                 self._stdout.flush()
                 _fsync_if_file(self._stdout.fileno())
-            elif self._fd is not None:
+            elif self._fd is not None and self._regular:
                 os.fsync(self._fd)
         except OSError as exc:
             self.errors += 1

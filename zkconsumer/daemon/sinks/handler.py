@@ -117,7 +117,7 @@ class HandlerSink(Sink):
                                         daemon=True)
         self._worker.start()
 
-    def submit(self, batch: Sequence[MessageLike]) -> None:
+    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
         if not batch:
             return
         groups: dict[Key, list[MessageLike]] = {}
@@ -127,14 +127,18 @@ class HandlerSink(Sink):
             if group is None:
                 groups[key] = group = []
             group.append(m)
-        with self.tracker.cond:
+        tracker = self.tracker
+        with tracker.cond:
+            stale = generation if generation != tracker.generation else None
             for key, group in groups.items():
+                if stale is not None and not tracker.is_current(key, stale):
+                    continue  # revoked between the poll and now (see Sink.submit)
                 part = self._parts.get(key)
                 if part is None:
                     self._parts[key] = part = _Partition(key)
                 part.queue.extend(group)
-            self._inflight += len(batch)
-            self.tracker.cond.notify_all()
+                self._inflight += len(group)
+            tracker.cond.notify_all()
 
     def inflight(self) -> int:
         return self._inflight
