@@ -40,7 +40,6 @@ from zkconsumer.protocol import (
     MultiProduceRequest,
     OffsetsRequest,
     ProduceRequest,
-    decode_message_set,
     decode_request,
     decompress,
     encode_offsets_response,
@@ -51,10 +50,14 @@ __all__ = ["BrokerStats", "RequestHandler", "Response", "check_message_set"]
 
 log = logging.getLogger(__name__)
 
+_INT32 = struct.Struct(">i")
 _SIZE_ERROR = struct.Struct(">ih")  # int32 size, int16 error: every fetch (part) header
 #: Cap on one wrapper's inflated size when validating a produce (a decompression-bomb guard;
 #: the reference has none, but 0.7 producers never send wrappers anywhere near this).
 MAX_INFLATED = 256 * 1024 * 1024
+#: Wrappers nested deeper than this close the connection (the reference recurses without a
+#: limit; nobody nests, and a self-reproducing gzip would recurse forever).
+MAX_NESTING = 8
 
 
 @dataclass
@@ -96,17 +99,18 @@ def check_message_set(data: bytes, max_message_size: int) -> tuple[int, int]:
     """Validate a produced set as Log.append does; return ``(valid_bytes, deep_messages)``.
 
     First a shallow pass (verifyMessageSize): every entry CRC-checked, each payload against
-    ``max_message_size`` -> `MessageSizeTooLarge`.  Then a deep pass: every compressed
-    wrapper inflated and its inner set CRC-checked (recursively).  Codec errors propagate.
-    A first message whose length does not fit the set is an error; a later one is a partial
-    tail, cut off (``valid_bytes``).
+    ``max_message_size`` -> `MessageSizeTooLarge`.  Then the deep count (Log.append's
+    ``for(messageAndOffset <- messages)``): every compressed wrapper inflated and its inner
+    set CRC-checked, recursively.  Codec errors propagate.  In every set, outer or inner, a
+    first message whose length does not fit is an error and a later one is a partial tail,
+    ignored; fewer than 4 bytes are no message at all (ByteBufferMessageSet.internalIterator).
     """
     size = len(data)
     pos = 0
     deep = 0
     wrappers: list[tuple[int, int, bytes]] = []
     while True:
-        entry = read_shallow(data, pos, size, 0)
+        entry = _read_entry(data, pos, size, 0)
         if entry is None:
             break
         end, magic, attributes, payload = entry
@@ -122,14 +126,46 @@ def check_message_set(data: bytes, max_message_size: int) -> tuple[int, int]:
         raise InvalidMessageSizeError(
             "the first message does not fit the message set (possible causes (1) a single "
             "message larger than the request; (2) corruption)", 0)
+    budget = [MAX_INFLATED]
     for start, attributes, payload in wrappers:
-        codec = codec_of(attributes, start)
-        inner = decode_message_set(decompress(codec, payload, max_size=MAX_INFLATED),
-                                   max_inflated=MAX_INFLATED)
-        if inner.too_large:
-            raise InvalidMessageSizeError("compressed set ends inside its first message", start)
-        deep += len(inner.messages)
+        deep += _inner_count(codec_of(attributes, start), payload, start, budget, 1)
     return pos, deep
+
+
+def _read_entry(buf: bytes, pos: int, size: int,
+                base: int) -> tuple[int, int, int, bytes] | None:
+    """read_shallow, except that a later entry that does not fit is a partial tail even when
+    its length is below a header (internalIterator checks the fit before the length)."""
+    if pos > 0 and pos + 4 <= size:
+        (n,) = _INT32.unpack_from(buf, pos)
+        if 0 <= n < 5 and pos + 4 + n > size:
+            return None
+    return read_shallow(buf, pos, size, base)
+
+
+def _inner_count(codec: int, payload: bytes, offset: int, budget: list[int],
+                 depth: int) -> int:
+    """Deep messages inside one compressed wrapper (CompressionUtils.decompress + iterate)."""
+    if depth > MAX_NESTING:
+        raise InvalidMessageSizeError("compressed messages nested too deeply", offset)
+    inner = decompress(codec, payload, max_size=budget[0])
+    budget[0] -= len(inner)
+    size = len(inner)
+    pos = count = 0
+    while True:
+        entry = _read_entry(inner, pos, size, offset)
+        if entry is None:
+            break
+        end, magic, attributes, inner_payload = entry
+        if magic == 1 and attributes & 0x03:
+            count += _inner_count(codec_of(attributes, offset), inner_payload, offset, budget,
+                                  depth + 1)
+        else:
+            count += 1
+        pos = end
+    if pos == 0 and size >= 4:
+        raise InvalidMessageSizeError("compressed set ends inside its first message", offset)
+    return count
 
 
 class RequestHandler:
@@ -142,7 +178,7 @@ class RequestHandler:
 
     def handle(self, frame: bytes) -> Response | None:
         """Handle one frame (without its size prefix).  Raises -> close the connection."""
-        req = decode_request(frame)
+        req = decode_request(frame, lenient=True)
         if isinstance(req, FetchRequest):
             self.stats.fetch_requests += 1
             return self._fetch(req)

@@ -160,12 +160,13 @@ def encode_request(req: Request) -> bytes:
 class _Reader:
     """Bounds-checked cursor over one frame; every short read is a TruncatedError."""
 
-    __slots__ = ("buf", "pos", "size")
+    __slots__ = ("buf", "lenient", "pos", "size")
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes, lenient: bool = False) -> None:
         self.buf = buf
         self.pos = 0
         self.size = len(buf)
+        self.lenient = lenient
 
     def take(self, st: struct.Struct, what: str) -> tuple[int, ...]:
         if self.pos + st.size > self.size:
@@ -185,6 +186,8 @@ class _Reader:
 
     def string(self, what: str) -> str:
         (n,) = self.take(_INT16, f"{what} length")
+        if n < 0 and self.lenient:
+            return ""  # Utils.readShortString: a negative length is a null string
         return self.raw(n, what).decode("utf-8", "replace")
 
     def count(self, what: str) -> int:
@@ -217,11 +220,20 @@ def request_type_of(frame: bytes | bytearray | memoryview) -> RequestType:
         raise DecodeError(f"unknown request type {kind}", 0) from None
 
 
-def decode_request(frame: bytes | bytearray | memoryview) -> Request:
-    """Decode a request frame WITHOUT its int32 size prefix (what `FrameReader` returns)."""
+def decode_request(frame: bytes | bytearray | memoryview, *, lenient: bool = False) -> Request:
+    """Decode a request frame WITHOUT its int32 size prefix (what `FrameReader` returns).
+
+    ``lenient=True`` reads the frame the way the 0.7.2 broker does (each ``readFrom`` takes
+    its fields off a ByteBuffer), which the dev broker needs to answer exactly as the real
+    one: bytes after the last field are ignored, and a negative topic length is
+    ``readShortString``'s null string, returned as ``""`` (an illegal topic: a fetch answers
+    error -1, a produce or offsets request closes the connection).  Everything a ByteBuffer
+    read would fail on still raises: a short frame, an unknown type, a negative count or
+    message-set size.
+    """
     data = frame if type(frame) is bytes else bytes(frame)
     kind = request_type_of(data)
-    r = _Reader(data)
+    r = _Reader(data, lenient)
     r.pos = 2
     req: Request
     if kind == RequestType.PRODUCE:
@@ -238,7 +250,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
         topic = r.string("topic")
         partition, time, max_offsets = r.take(_OFFSETS, "offsets fields")
         req = OffsetsRequest(topic, partition, time, max_offsets)
-    if r.pos != r.size:
+    if r.pos != r.size and not lenient:
         raise DecodeError(f"{r.size - r.pos} trailing bytes after the {kind.name} request",
                           r.pos)
     return req

@@ -162,9 +162,10 @@ def test_request_larger_than_max_socket_request_bytes_closes(broker, wire):
 
 @pytest.mark.parametrize("raw", [struct.pack(">i", 0), struct.pack(">i", -4),
                                  frame(7, b"\x00" * 10), frame(0, b"\x00\x01t"),
-                                 frame(1, b"\x00\x01t" + b"\x00" * 16 + b"trailing")],
+                                 struct.pack(">ib", 1, 0), frame(-1, b""),
+                                 frame(3, struct.pack(">h", -1))],
                          ids=["size 0", "negative size", "unknown type", "truncated body",
-                              "trailing bytes"])
+                              "no request type", "type -1", "negative multiproduce count"])
 def test_malformed_frames_close_the_connection(wire, raw):
     wire.send_raw(raw)
     assert wire.is_closed()
