@@ -251,6 +251,9 @@ def parse_read_options(opts: Mapping[str, str]) -> ReadOptions:
         "zookeeper" if zk else "brokers" if brokers_text else "logdir")
     plain = source == "logdir"
     topics, pattern = _topics(opts, required=source != "logdir")
+    if pattern is not None and source == "brokers":
+        raise ConfigurationError("option pattern needs zookeeper.connect (or a log directory): "
+                                 "a broker list cannot enumerate topics; give topic instead")
     broker_id = opts.get("brokerId")
     max_bytes = opts.get("maxBytesPerTrigger")
     group = opts.get("commitToGroup")

@@ -165,20 +165,29 @@ class Cluster:
                                                   socket_timeout=self.opts.socket_timeout)
         return self._consumers[key]
 
+    def topics(self) -> list[str]:
+        """The registered topics the options select; a name or pattern that selects nothing
+        fails with `ConfigurationError` naming the option (ZooKeeper sources only)."""
+        opts = self.opts
+        topics = [t for t in read_topics(self.session) if opts.topic_matches(t)]
+        if opts.pattern is not None and not topics:
+            raise ConfigurationError(
+                f"option pattern: no topic registered in ZooKeeper (/brokers/topics) at "
+                f"{opts.zk_connect} matches {opts.pattern!r}")
+        missing = [t for t in opts.topics if t not in topics]
+        if opts.pattern is None and missing:
+            raise ConfigurationError(
+                f"option topic: {', '.join(missing)} not registered in ZooKeeper "
+                f"(/brokers/topics) at {opts.zk_connect}")
+        return topics
+
     def partitions(self, extra: Offsets | None = None) -> list[PartitionInfo]:
         """The partitions to read, sorted by (topic, broker, partition)."""
         opts = self.opts
         found: list[PartitionInfo] = []
         if opts.source == "zookeeper":
             brokers = read_brokers(self.session)
-            topics = [t for t in read_topics(self.session) if opts.topic_matches(t)]
-            if opts.pattern is None:
-                missing = [t for t in opts.topics if t not in topics]
-                if missing:
-                    raise ConfigurationError(
-                        f"option topic: {', '.join(missing)} not registered in ZooKeeper "
-                        f"(/brokers/topics) at {opts.zk_connect}")
-            for topic in topics:
+            for topic in self.topics():
                 for bid, count in read_topic_partitions(self.session, topic).items():
                     info = brokers.get(bid)
                     if info is None:
@@ -300,9 +309,25 @@ def plan_logdir_read(opts: ReadOptions) -> tuple[list[SegmentRange], Offsets, Of
                     "endingOffsets", opts.fail_on_data_loss)
         starts.setdefault(plog.topic, {})[key] = start
         ends.setdefault(plog.topic, {})[key] = end
+        _check_gaps(plog.path, plog.gaps(), start, end, opts.fail_on_data_loss)
         for i, seg in enumerate(plog.segments):
             lo, hi = max(start, seg.start), min(end, seg.end)
             if lo < hi:
                 ranges.append(SegmentRange(plog.topic, opts.broker_id, plog.partition, seg.path,
                                            seg.start, lo, hi, i == len(plog.segments) - 1))
     return ranges, starts, ends
+
+
+def _check_gaps(path: str, gaps: list[tuple[int, int]], start: int, end: int,
+                fail_on_data_loss: bool) -> None:
+    """A missing segment file inside ``[start, end)`` lost data: fail (or warn), never silent."""
+    lost = [(a, b) for a, b in gaps if min(a, b) < end and max(a, b) > start]
+    if not lost:
+        return
+    detail = ", ".join(f"bytes {a}..{b} missing" if a < b
+                       else f"a segment starts at {b}, inside the previous one (ends at {a})"
+                       for a, b in lost)
+    message = f"log directory {path} has gaps between its segment files ({detail})"
+    if fail_on_data_loss:
+        raise ConfigurationError(message + "; set failOnDataLoss=false to read around them")
+    log.warning("%s; reading around them", message)

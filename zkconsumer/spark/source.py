@@ -97,7 +97,12 @@ class Kafka07DataSource(DataSource):  # type: ignore[misc]
     def schema(self) -> str:
         # Called at .load(): validate now so bad options fail early, naming the option.
         # (A write never calls schema(); it validates in writer().)
-        parse_read_options(self.options)
+        opts = parse_read_options(self.options)
+        if opts.source == "zookeeper":
+            # A topic name or pattern selecting nothing is a usage error: say so at .load(),
+            # not as an empty result or a planning failure at the first action.
+            with Cluster(opts) as cluster:
+                cluster.topics()
         return SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:

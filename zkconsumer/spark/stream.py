@@ -103,6 +103,13 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
             hi = max(hi, lo)
             end.setdefault(topic, {})[key] = hi
             backlog[f"{topic}\0{key}"] = hi - lo
+        # A partition that is not visible now (its broker is down, so ZooKeeper lists neither
+        # it nor its topic registration) keeps its offset.  Dropping it from ``end`` would make
+        # it start again at earliest when the broker comes back: every row read twice.
+        for topic, offsets in start.items():
+            for key, offset in offsets.items():
+                if (topic, key) not in parts:
+                    end.setdefault(topic, {})[key] = int(offset)
         if self.opts.max_bytes_per_trigger is not None:
             shares = share_budget(backlog, self.opts.max_bytes_per_trigger)
             for ident, share in shares.items():

@@ -85,7 +85,10 @@ class Kafka07Writer(DataSourceArrowWriter):  # type: ignore[misc]
         producer = self._producer()
         try:
             for batch in iterator:
-                for topic, key, values in _runs(batch, self.opts.topic, self.opts.batch_size):
+                # Validate the whole batch (null values, missing topics) before sending any of
+                # it: a bad row must not leave the rows before it produced by a failing task.
+                runs = list(_runs(batch, self.opts.topic, self.opts.batch_size))
+                for topic, key, values in runs:
                     producer.send(topic, values, key=key)
                     rows += len(values)
                     size += sum(map(len, values))

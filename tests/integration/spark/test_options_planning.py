@@ -18,8 +18,9 @@ def test_read_options_are_case_insensitive_strings() -> None:
     assert opts.starting.kind == "group" and opts.starting.group == "g1"
     assert opts.max_split_bytes == 1024 and opts.fail_on_data_loss is False
     assert opts.topic_matches("a") and not opts.topic_matches("c")
-    pat = parse_read_options({"brokers": "0:h:1,1:h:2", "pattern": "ev.*"})
-    assert pat.brokers == {0: ("h", 1), 1: ("h", 2)}
+    assert parse_read_options({"brokers": "0:h:1,1:h:2", "topic": "t"}).brokers == {
+        0: ("h", 1), 1: ("h", 2)}
+    pat = parse_read_options({"zk.connect": "z", "pattern": "ev.*"})
     assert pat.topic_matches("events") and not pat.topic_matches("xevents")
     logdir = parse_read_options({"path": "/data/kafka-logs",
                                  "startingOffsets": '{"t": {"0": 5}}'})
@@ -42,6 +43,7 @@ def test_read_options_are_case_insensitive_strings() -> None:
     ({"zk.connect": "z", "topic": "t", "maxSplitBytes": "0"}, "option maxsplitbytes"),
     ({"zk.connect": "z", "topic": "t", "failOnDataLoss": "maybe"}, "option failondataloss"),
     ({"brokers": "0:h", "topic": "t"}, "option brokers"),
+    ({"brokers": "0:h:1", "pattern": "t.*"}, "option pattern needs zookeeper.connect"),
     ({"brokers": "0:h:1", "topic": "t", "startingOffsets": "group:g"}, "zookeeper.connect"),
     ({"brokers": "0:h:1", "topic": "t", "commitToGroup": "g"}, "zookeeper.connect"),
 ])

@@ -78,6 +78,13 @@ def test_bad_options_fail_at_load_naming_the_option(spark: Any,
             _reader(spark, produced_cluster, **options)
     with pytest.raises(AnalysisException, match=r"zookeeper\.connect, brokers or logDir"):
         spark.read.format("kafka07").option("topic", "events").load()
+    # a topic name or regex that selects nothing fails at load, naming option and ZooKeeper
+    zk = produced_cluster.zk_connect
+    with pytest.raises(AnalysisException, match=r"option pattern: no topic .* matches 'nope\.\*'"):
+        (spark.read.format("kafka07").option("zookeeper.connect", zk)
+         .option("pattern", "nope.*").load())
+    with pytest.raises(AnalysisException, match="option topic: nope not registered"):
+        spark.read.format("kafka07").option("zookeeper.connect", zk).option("topic", "nope").load()
     # a start outside the log is only known once the brokers are asked: at the action
     df = _reader(spark, produced_cluster,
                  startingOffsets=json.dumps({"events": {"0-0": 10**9}}))

@@ -70,3 +70,16 @@ def test_corruption_names_the_file_or_is_skipped(spark: Any, tmp_path: Path) -> 
     skipping = (spark.read.format("kafka07").option("topic", "orders")
                 .option("skipCorrupt", "true").load(str(tmp_path)))
     assert skipping.count() == 100  # orders-1 (10 messages) is lost from the bad byte on
+
+
+def test_a_missing_segment_is_data_loss_not_silence(spark: Any, tmp_path: Path) -> None:
+    _write_log(tmp_path)
+    gz = sorted((tmp_path / "orders-0").glob("*.kafka"))[1]
+    gz.unlink()  # the gzip segment (20 messages) is gone
+    df = spark.read.format("kafka07").option("topic", "orders").load(str(tmp_path))
+    with pytest.raises(Exception, match="gaps between its segment files") as info:
+        df.count()
+    assert str(tmp_path / "orders-0") in str(info.value) and "missing" in str(info.value)
+    around = (spark.read.format("kafka07").option("topic", "orders")
+              .option("failOnDataLoss", "false").load(str(tmp_path)))
+    assert around.count() == 50 + 30 + 10

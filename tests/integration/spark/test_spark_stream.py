@@ -77,3 +77,46 @@ def test_processing_time_trigger_follows_the_log(spark: Any, produced_cluster: P
         assert rows == produced_cluster.rows()
     finally:
         q.stop()
+
+
+def test_partitions_of_a_stopped_broker_keep_their_offsets(
+        spark: Any, produced_cluster: ProducedCluster, dev_broker: Any, zk_session: ZkSession,
+        tmp_path: Path) -> None:
+    from fixtures.waiting import wait_until
+
+    from zkconsumer.protocol import Compression
+    from zkconsumer.zk.registry import read_topic_partitions
+
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    def run(**options: str) -> None:
+        r = (spark.readStream.format("kafka07")
+             .option("zookeeper.connect", produced_cluster.zk_connect).option("topic", "events"))
+        for k, v in options.items():
+            r = r.option(k, v)
+        q = (r.load().writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+        q.awaitTermination()
+        assert q.exception() is None
+
+    run()
+    before = _batches(ckpt)[max(_batches(ckpt))]["events"]
+    produced_cluster.brokers[1].stop()
+    wait_until(lambda: read_topic_partitions(zk_session, "events") == {0: 2},
+               what="broker 1 gone from ZooKeeper")
+    produced_cluster.produce(0, 0, [b"while-b1-down-%d" % i for i in range(3)])
+    run()
+    end = _batches(ckpt)[max(_batches(ckpt))]["events"]
+    # broker 1's partitions are still in the offsets, where they were (not dropped)
+    assert {k: end[k] for k in ("1-0", "1-1")} == {k: before[k] for k in ("1-0", "1-1")}
+
+    produced_cluster.brokers[1] = dev_broker.restart(produced_cluster.brokers[1])
+    wait_until(lambda: read_topic_partitions(zk_session, "events") == {0: 2, 1: 2},
+               what="broker 1 back")
+    produced_cluster.produce(1, 0, [b"back-%d" % i for i in range(3)])
+    produced_cluster.produce(1, 0, [b"back-gz-%d" % i for i in range(5)], Compression.GZIP)
+    first_new = max(_batches(ckpt)) + 1
+    run(maxBytesPerTrigger="1")  # smaller than any message: one shallow message per batch
+    assert max(_batches(ckpt)) - first_new + 1 == 4  # 3 plain messages, then the wrapper
+    rows = collect_rows(spark.read.parquet(str(out)))
+    assert rows == produced_cluster.rows()  # broker 1 resumed where it was: no duplicates

@@ -52,10 +52,14 @@ def test_write_round_trip_keys_and_topic_column(spark: Any, dev_broker: Any, zk_
     assert sorted(bytes(r.value) for r in got) == sorted(b"\x00\xff%d" % i for i in range(20))
 
     # a task that fails reports nothing: the save fails with the task's reason
-    nulls = spark.createDataFrame([("ok",), (None,)], "value string").coalesce(1)
+    nulls = spark.createDataFrame([("ok", "a"), ("ok", "b"), (None, "c")],
+                                  "value string, key string").coalesce(1)
     with pytest.raises(Exception, match="null value"):
         (nulls.write.format("kafka07").mode("append").option("zookeeper.connect", zk_connect)
          .option("topic", "written").save())
+    # ... and sent nothing of the batch holding the bad row (the batch is checked first)
+    assert (spark.read.format("kafka07").option("zookeeper.connect", zk_connect)
+            .option("topic", "written").load().count()) == len(rows)
 
     with pytest.raises(Exception, match="append"):
         (df.write.format("kafka07").mode("overwrite").option("zookeeper.connect", zk_connect)
