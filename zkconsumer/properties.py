@@ -24,11 +24,11 @@ real Kafka configs both give the same result.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from zkconsumer.errors import ConfigurationError
 
-__all__ = ["load_properties", "parse_properties"]
+__all__ = ["load_properties", "parse_properties", "parse_settings"]
 
 _WHITESPACE = " \t\f"
 _SEPARATORS = "=:"
@@ -59,6 +59,22 @@ def parse_properties(text: str) -> dict[str, str]:
         key, value = _split_key_value(logical, lineno)
         result[key] = value
     return result
+
+
+def parse_settings(items: Iterable[str], flag: str = "--set") -> dict[str, str]:
+    """``["key=value", ...]`` from repeated command-line flags -> an ordered dict.
+
+    The command-line counterpart of a properties file: every command that takes ``--set``
+    overrides reads it here, so the syntax and the error are the same everywhere.  A later
+    duplicate key wins, as in a file.
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"{flag} {item!r}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:

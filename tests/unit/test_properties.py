@@ -48,3 +48,15 @@ def test_load_file(tmp_path: Path) -> None:
                                      "caf\u00e9": "1"}
     with pytest.raises(ConfigurationError, match="cannot read"):
         load_properties(tmp_path / "missing.properties")
+
+
+def test_parse_settings_is_the_command_line_form_of_a_properties_file() -> None:
+    from zkconsumer.errors import ConfigurationError
+    from zkconsumer.properties import parse_settings
+
+    assert parse_settings(["a=1", " b = x=y ", "a=2"]) == {"a": "2", "b": "x=y"}
+    for bad in ("novalue", "=v", " =v"):
+        with pytest.raises(ConfigurationError, match="--set .*expected key=value"):
+            parse_settings([bad])
+    with pytest.raises(ConfigurationError, match="--property 'x'"):
+        parse_settings(["x"], flag="--property")

@@ -23,8 +23,7 @@ from typing import Any
 
 from zkconsumer.broker.config import BrokerConfig
 from zkconsumer.broker.server import Broker
-from zkconsumer.errors import ConfigurationError
-from zkconsumer.properties import load_properties
+from zkconsumer.properties import load_properties, parse_settings
 
 HELP = "run a Kafka 0.7.2-compatible dev broker (0.7 wire protocol, segment files, ZooKeeper)"
 
@@ -105,11 +104,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     props: dict[str, str] = {}
     if args.config:
         props.update(load_properties(args.config))
-    for item in args.property:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigurationError(f"--set {item!r}: expected KEY=VALUE")
-        props[key.strip()] = value
+    props.update(parse_settings(args.property))
     overrides: dict[str, Any] = {}
     for dest, name in _FLAGS.items():
         value = getattr(args, dest, None)

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.properties import load_properties, parse_settings
 
 HELP = "mirror 0.7 topics into modern Kafka (kafka://) or another 0.7 cluster (kafka07://)"
 
@@ -129,19 +130,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_props(args: argparse.Namespace) -> dict[str, str]:
-    from zkconsumer.properties import load_properties
-
     props: dict[str, str] = {}
     if args.config:
         try:
             props.update(load_properties(args.config))
         except OSError as exc:
             raise ConfigurationError(f"--config {args.config}: {exc}") from exc
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigurationError(f"--set {item!r}: expected key=value")
-        props[key.strip()] = value.strip()
+    props.update(parse_settings(args.set))
     if args.zk:
         props["zk.connect"] = args.zk
     if args.group:

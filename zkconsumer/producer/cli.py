@@ -33,6 +33,7 @@ from zkconsumer.errors import (
 )
 from zkconsumer.producer.config import ProducerConfig
 from zkconsumer.producer.producer import Producer
+from zkconsumer.properties import load_properties, parse_settings
 
 HELP = "send lines (or length-prefixed records) from stdin to a topic"
 
@@ -88,13 +89,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def build_config(args: argparse.Namespace) -> ProducerConfig:
     props: dict[str, str] = {}
     if args.config:
-        from zkconsumer.properties import load_properties
         props.update(load_properties(args.config))
-    for item in args.settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigurationError(f"--set {item!r}: expected KEY=VALUE")
-        props[key.strip()] = value.strip()
+    props.update(parse_settings(args.settings))
     if args.zk:
         props.pop("broker.list", None)
         props["zk.connect"] = args.zk
