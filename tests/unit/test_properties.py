@@ -56,7 +56,7 @@ def test_parse_settings_is_the_command_line_form_of_a_properties_file() -> None:
 
     assert parse_settings(["a=1", " b = x=y ", "a=2"]) == {"a": "2", "b": "x=y"}
     for bad in ("novalue", "=v", " =v"):
-        with pytest.raises(ConfigurationError, match="--set .*expected key=value"):
+        with pytest.raises(ConfigurationError, match=r"--set .*expected key=value"):
             parse_settings([bad])
-    with pytest.raises(ConfigurationError, match="--property 'x'"):
+    with pytest.raises(ConfigurationError, match=r"--property 'x'"):
         parse_settings(["x"], flag="--property")

@@ -1,16 +1,19 @@
-"""``zkconsumer export``: summary, recorded end offsets, resume, and log-dir exports."""
+"""``zkconsumer export``: summary, recorded end offsets (message boundaries), resume, log dirs."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
-from kafka07_data import ProducedCluster, collect_rows, fill
+from kafka07_data import ProducedCluster, Row, collect_rows, fill
 
 from zkconsumer import cli
+from zkconsumer.broker.manager import CLEAN_SHUTDOWN_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -48,11 +51,23 @@ def test_export_summary_offsets_file_and_resume(spark: Any, produced_cluster: Pr
         produced_cluster.latest()
 
 
-def test_export_log_dir_of_a_stopped_broker_with_a_torn_tail(
-        spark: Any, produced_cluster: ProducedCluster, tmp_path: Path,
+def _json_rows(out: Path) -> list[Row]:
+    """Every row of a JSON export directory (Spark writes binary values as base64)."""
+    rows = []
+    for f in sorted(out.glob("part-*.json")):
+        for line in f.read_text().splitlines():
+            r = json.loads(line)
+            rows.append((r["topic"], r.get("broker_id"), r["partition"], r["offset"],
+                         r["next_offset"], base64.b64decode(r["value"])))
+    return sorted(rows)
+
+
+def test_export_log_dir_with_a_torn_tail_then_resume_on_the_revived_broker(
+        spark: Any, dev_broker: Any, produced_cluster: ProducedCluster, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     broker = produced_cluster.brokers[0]
     broker.stop()
+    (broker.log_dir / CLEAN_SHUTDOWN_FILE).unlink()  # a crash: the restart must recover
     last = sorted((broker.log_dir / "events-1").glob("*.kafka"))[-1]
     data = last.read_bytes()
     last.write_bytes(data[:-3])  # a crash mid-write: the last message set is cut short
@@ -64,4 +79,72 @@ def test_export_log_dir_of_a_stopped_broker_with_a_torn_tail(
                 str(out), "--format", "json", "--broker-id", "0")
     assert n == len(expected)
     df = spark.read.format("kafka07").option("brokerId", "0").load(str(broker.log_dir))
-    assert collect_rows(df) == expected
+    assert collect_rows(df) == expected == _json_rows(out)
+    record = json.loads((out / "_zkconsumer_offsets.json").read_text())
+    # the torn tail's bytes are not exported, so they are not part of the resume point
+    assert record["offsets"] == {"events": {"0-0": len(produced_cluster.logs[(0, 0)]),
+                                            "0-1": torn_start}}
+    assert record["bytes"] == len(produced_cluster.logs[(0, 0)]) + torn_start
+
+    # The broker comes back (recovery truncates the torn tail), producers go on, and the
+    # export continues from the log-dir export's offsets against the live cluster.
+    produced_cluster.brokers[0] = dev_broker.restart(broker)
+    del produced_cluster.logs[(0, 1)][torn_start:]
+    del produced_cluster.payloads[(0, 1)][-4:]  # the torn snappy set held 4 messages
+    fill(produced_cluster, 1, tag="after-")
+    _export(capsys, "--zk", produced_cluster.zk_connect, "--topic", "events", "--to",
+            str(out), "--format", "json", "--from", "previous")
+    assert _json_rows(out) == produced_cluster.rows()  # every row exactly once
+    assert json.loads((out / "_zkconsumer_offsets.json").read_text())["offsets"] == \
+        produced_cluster.latest()
+
+
+def test_until_inside_a_message_records_its_end_and_resume_has_no_gap(
+        spark: Any, produced_cluster: ProducedCluster, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = produced_cluster.rows()
+    plain = [r for r in rows if r[1:3] == (0, 0)][2]  # a plain message: end = next_offset
+    gzip_start = next(r for r in rows if r[1:3] == (1, 1) and b"-gzip-" in r[5])[3]
+    gzip_end = max(r[4] for r in rows if r[1:3] == (1, 1) and r[3] == gzip_start)
+    until = tmp_path / "until.json"
+    until.write_text(json.dumps({"events": {"0-0": plain[3] + 3, "1-1": gzip_start + 10}}))
+    out = tmp_path / "parquet"
+    zk = produced_cluster.zk_connect
+    first = [r for r in rows if (r[1:3] != (0, 0) or r[3] <= plain[3])
+             and (r[1:3] != (1, 1) or r[3] <= gzip_start)]
+    assert _export(capsys, "--zk", zk, "--topic", "events", "--to", str(out),
+                   "--until", str(until)) == len(first)
+    assert collect_rows(spark.read.parquet(str(out))) == first
+    offsets = json.loads((out / "_zkconsumer_offsets.json").read_text())["offsets"]
+    assert offsets == {"events": dict(produced_cluster.latest()["events"], **{
+        "0-0": plain[4], "1-1": gzip_end})}  # the ends of the messages the limit cut
+    _export(capsys, "--zk", zk, "--topic", "events", "--to", str(out), "--from", "previous")
+    assert collect_rows(spark.read.parquet(str(out))) == rows  # no gap, no duplicate
+
+
+def test_reached_offsets_come_from_the_output_files(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from zkconsumer.errors import ZkConsumerError
+    from zkconsumer.spark.arrow import messages_to_batch
+    from zkconsumer.spark.export import _scan_output, reached_offsets
+
+    mixed = pa.Table.from_batches([  # one row group, two partitions: no usable statistics
+        messages_to_batch("t", 0, 0, [(0, 10, b"a"), (10, 20, b"b")]),
+        messages_to_batch("t", 0, 1, [(0, 7, b"c")])])
+    pq.write_table(mixed, tmp_path / "mixed.parquet")
+    single = pa.Table.from_batches([messages_to_batch("u", None, 2, [(5, 9, b"d")])])
+    pq.write_table(single, tmp_path / "single.parquet")  # statistics: null broker_id
+    (tmp_path / "rows.json").write_text('{"topic":"t","broker_id":0,"partition":1,"offset":7,'
+                                        '"next_offset":30,"value":"ZQ=="}\n')
+    rows, ends = _scan_output([tmp_path / "mixed.parquet", tmp_path / "single.parquet"],
+                              "parquet")
+    assert rows == 4
+    assert ends == {("t", 0, 0): 20, ("t", 0, 1): 7, ("u", None, 2): 9}
+    assert _scan_output([tmp_path / "rows.json"], "json") == (1, {("t", 0, 1): 30})
+    start = {"t": {"0-0": 0, "0-1": 0, "0-2": 4}, "u": {"2": 5}}
+    planned = {"t": {"0-0": 25, "0-1": 9, "0-2": 8}, "u": {"2": 12}}
+    assert reached_offsets(start, planned, ends) == {  # 0-2: nothing read, stays at start
+        "t": {"0-0": 20, "0-1": 7, "0-2": 4}, "u": {"2": 9}}
+    with pytest.raises(ZkConsumerError, match="not in its plan"):
+        reached_offsets({"t": {"0-0": 0}}, {"t": {"0-0": 25}}, ends)
