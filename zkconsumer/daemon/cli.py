@@ -39,7 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--handler mymod:handle --dead-letter dead.jsonl\n"
         "exec protocol, handler API, honoured 0.7 properties: docs/operations.md\n\n"
         "exit status: 0 stopped cleanly by SIGTERM / SIGINT, 1 error (bad setting, ZooKeeper\n"
-        "unreachable, a sink that cannot start), 2 usage, 128+N a second signal N (exit at once)")
+        "unreachable, a sink that cannot start, an exec command that cannot run or keeps\n"
+        "failing at once), 2 usage, 128+N a second signal N (exit at once)")
     g = parser.add_argument_group("group and subscription")
     g.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
                    help="ZooKeeper connect string of the 0.7 cluster, chroot included "
@@ -91,6 +92,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(default 0.5)")
     s.add_argument("--restart-backoff-max", type=float, default=30.0, metavar="S",
                    help="exec: longest restart delay (default 30)")
+    s.add_argument("--exec-max-restarts", type=int, default=10, metavar="N",
+                   help="exec: give up (exit 1) when the child exited within 1 s without "
+                        "acknowledging anything N+1 times in a row (default 10; 0 = never)")
 
     o = parser.add_argument_group("operations")
     o.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
@@ -102,7 +106,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDR",
                    help="address for --metrics-port (default 127.0.0.1)")
     o.add_argument("--health-idle-timeout", type=float, default=60.0, metavar="S",
-                   help="/healthz fails after owning no partition this long (default 60)")
+                   help="/healthz fails after owning no partition this long, unless the member "
+                        "is a standby (more threads than partitions; default 60)")
     o.add_argument("--progress", action="store_true",
                    help="show a live msg/s, MB/s, lag line on stderr (terminals only)")
     o.add_argument("--log-level", dest="run_log_level",

@@ -69,6 +69,7 @@ class DaemonConfig:
     dead_letter_topic: str | None = None
     restart_backoff: float = 0.5
     restart_backoff_max: float = 30.0
+    exec_max_restarts: int = 10  # quick failures in a row tolerated; 0 = unlimited
     shutdown_timeout: float = 10.0
     revoke_timeout: float = 5.0
     metrics_host: str = "127.0.0.1"
@@ -98,8 +99,10 @@ class DaemonConfig:
                             ("--max-in-flight", self.max_in_flight)):
             if value < 1:
                 raise ConfigurationError(f"{flag} must be >= 1, got {value}")
-        if self.max_retries < 0:
-            raise ConfigurationError(f"--max-retries must be >= 0, got {self.max_retries}")
+        for flag, value in (("--max-retries", self.max_retries),
+                            ("--exec-max-restarts", self.exec_max_restarts)):
+            if value < 0:
+                raise ConfigurationError(f"{flag} must be >= 0, got {value}")
         for flag, fvalue in (("--retry-backoff", self.retry_backoff),
                              ("--retry-backoff-max", self.retry_backoff_max),
                              ("--restart-backoff", self.restart_backoff),
@@ -188,7 +191,8 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
         max_retries=args.max_retries, retry_backoff=args.retry_backoff,
         retry_backoff_max=args.retry_backoff_max, dead_letter=args.dead_letter,
         dead_letter_topic=args.dead_letter_topic, restart_backoff=args.restart_backoff,
-        restart_backoff_max=args.restart_backoff_max, shutdown_timeout=args.shutdown_timeout,
+        restart_backoff_max=args.restart_backoff_max,
+        exec_max_restarts=args.exec_max_restarts, shutdown_timeout=args.shutdown_timeout,
         revoke_timeout=args.revoke_timeout, metrics_host=args.metrics_host,
         metrics_port=args.metrics_port, health_idle_timeout=args.health_idle_timeout,
         progress=args.progress,

@@ -7,9 +7,10 @@ turns a `Snapshot` into metric families only when asked.  Every daemon has its o
 `CollectorRegistry` (never the global one), so several daemons -- e.g. in one test process --
 do not collide.
 
-Endpoints (`MetricsServer`): ``/metrics`` (Prometheus text format), ``/healthz`` (200 ``ok``,
-or 503 with the reason: ZooKeeper session lost, or no partition owned for longer than
-``--health-idle-timeout`` while the subscribed topics have partitions).
+Endpoints (`MetricsServer`): ``/metrics`` (Prometheus text format), ``/healthz`` (200 ``ok``
+or ``standby: ...``, or 503 with the reason: ZooKeeper session lost, or no partition owned
+for longer than ``--health-idle-timeout`` although the member should own one or a partition
+has no live owner -- `zkconsumer.daemon.health`).
 
 Metric names (all prefixed ``zkconsumer_``; documented in docs/operations.md):
 ``messages_consumed_total``, ``bytes_consumed_total``, ``messages_acknowledged_total``,

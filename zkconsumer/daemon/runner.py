@@ -36,12 +36,12 @@ from typing import Any, TextIO
 
 from zkconsumer.consumer import GroupConsumer
 from zkconsumer.daemon.config import DaemonConfig
+from zkconsumer.daemon.health import IdleVerdict, read_idle_verdict
 from zkconsumer.daemon.metrics import DaemonMetrics, MetricsServer, Snapshot
 from zkconsumer.daemon.progress import Progress
 from zkconsumer.daemon.sinks import Sink, make_sink
 from zkconsumer.daemon.tracker import AckTracker, Key
 from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
-from zkconsumer.zk.registry import read_partition_names, read_topics
 
 __all__ = ["Daemon"]
 
@@ -87,7 +87,7 @@ class Daemon:
         self._session_lost = False
         self._owned = 0
         self._idle_since: float | None = clock()
-        self._partitions_cache: tuple[float, bool] | None = None
+        self._idle_cache: tuple[float, IdleVerdict] | None = None
         self.metrics = DaemonMetrics(self.snapshot)
         self._server: MetricsServer | None = None
         self._progress = (Progress(progress_stream or sys.stderr) if config.progress else None)
@@ -127,8 +127,10 @@ class Daemon:
         try:
             self.sink.start()
             consumer = self._start_consumer()
-            if consumer is None:  # stopped before it could join
+            if consumer is None:  # stopped (or the sink gave up) before it could join
                 self.sink.close(cfg.shutdown_timeout)
+                if self.sink.failure is not None:
+                    raise self.sink.failure
                 return 0
             try:
                 self._loop(consumer)
@@ -156,7 +158,7 @@ class Daemon:
         """
         cfg = self.config
         backoff = max(cfg.consumer.rebalance_backoff_ms / 1000.0, 0.1)
-        while not self._stop.is_set():
+        while not self._stop.is_set() and self.sink.failure is None:
             consumer = GroupConsumer(cfg.consumer, cfg.subscription)
             consumer.add_listener(_Listener(self))
             self._consumer = consumer
@@ -212,6 +214,11 @@ class Daemon:
             if now >= next_tick:
                 next_tick = now + 0.5
                 self._tick(consumer, now)
+            if self.sink.failure is not None and self._fatal is None:
+                # e.g. an exec command that cannot be started: what was acknowledged is
+                # handed over (and committed at shutdown), nothing else.
+                self._sync_and_ack(consumer)
+                self._fatal = self.sink.failure
             if self._fatal is not None:
                 break
 
@@ -258,7 +265,7 @@ class Daemon:
         deadline = self._clock() + cfg.shutdown_timeout
         log.info("stopping: finishing %d in-flight messages (up to %.1fs)", self.sink.inflight(),
                  cfg.shutdown_timeout, extra={"event": "stopping"})
-        if not self.sink.drain(max(0.0, deadline - self._clock())):
+        if self._fatal is None and not self.sink.drain(max(0.0, deadline - self._clock())):
             log.warning("shutdown timeout: %d unacknowledged messages are handed back (the "
                         "next owner re-reads them)", self.sink.inflight(),
                         extra={"event": "shutdown_timeout"})
@@ -283,7 +290,7 @@ class Daemon:
                  extra={"event": "rebalance_revoke", "partitions": partitions})
         if not self._sink_closed:  # (close() of the consumer revokes too, after the sink)
             self.rebalances += 1
-            if not self.sink.drain(self.config.revoke_timeout):
+            if self.sink.failure is None and not self.sink.drain(self.config.revoke_timeout):
                 log.warning("rebalance: in-flight messages not acknowledged within %.1fs are "
                             "abandoned (the next owner re-reads them)",
                             self.config.revoke_timeout, extra={"event": "rebalance_abandon"})
@@ -362,28 +369,24 @@ class Daemon:
         idle_since = self._idle_since
         if idle_since is not None:
             idle = self._clock() - idle_since
-            if idle > self.config.health_idle_timeout and self._partitions_exist():
-                return False, (f"owns no partition for {idle:.0f}s although the subscribed "
-                               "topics have partitions")
+            if idle > self.config.health_idle_timeout:
+                verdict = self._idle_verdict()
+                if not verdict.healthy:
+                    return False, f"owns no partition for {idle:.0f}s {verdict.reason}"
+                return True, verdict.reason
         return True, "ok"
 
-    def _partitions_exist(self) -> bool:
-        """Whether the subscribed topics have partitions (cached a few seconds)."""
+    def _idle_verdict(self) -> IdleVerdict:
+        """`read_idle_verdict` of the group (cached a few seconds: /healthz may be hammered)."""
         now = self._clock()
-        cached = self._partitions_cache
-        if cached is not None and now - cached[0] < 5.0:
+        cached = self._idle_cache
+        if cached is not None and now - cached[0] < min(5.0, self.config.health_idle_timeout):
             return cached[1]
         consumer = self._consumer
-        exists = False
-        if consumer is not None:
-            try:
-                session = consumer.session
-                topics = consumer.subscription.topic_streams(read_topics(session))
-                exists = any(read_partition_names(session, t) for t in topics)
-            except ZkConsumerError:
-                exists = True  # cannot tell: assume they do (fail health, not hide it)
-        self._partitions_cache = (now, exists)
-        return exists
+        verdict = (read_idle_verdict(consumer) if consumer is not None
+                   else IdleVerdict(True, "ok"))
+        self._idle_cache = (now, verdict)
+        return verdict
 
 
 class _Listener:

@@ -19,6 +19,7 @@ from typing import Any
 from daemon_it_helpers import REPO, DaemonProcess, env_with_repo, produce, read_lines, values
 from fixtures.waiting import wait_until
 from fixtures.zookeeper import expire_session
+from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from zkconsumer.daemon import cli
@@ -52,7 +53,8 @@ def _metrics(port: int) -> dict[str, float]:
     return out
 
 
-def test_metrics_move_and_healthz(tmp_path: Path, dev_broker: Any, zk_connect: str) -> None:
+def test_metrics_move_and_healthz(tmp_path: Path, dev_broker: Any, zk_connect: str,
+                                  zk_client: KazooClient) -> None:
     dev_broker(num_partitions=1)
     produce(zk_connect, "ev", values("m", 100))
     p1, p2 = _free_port(), _free_port()
@@ -78,15 +80,24 @@ def test_metrics_move_and_healthz(tmp_path: Path, dev_broker: Any, zk_connect: s
         wait_until(lambda: _metrics(p1)["zkconsumer_messages_consumed_total"] == 150,
                    what="counter moved")
 
-        # a second member of the group gets nothing (one partition): unhealthy after 0.5 s
+        # a second member of the group gets nothing (one partition): a standby, healthy
         b = DaemonProcess(tmp_path, zk_connect, "g", [*common, "--output", str(out2),
                                                       "--metrics-port", str(p2)], name="b")
         try:
             b.wait_stable()
-            _status, reason = wait_until(
+            status, reason = wait_until(
+                lambda: (lambda r: r if r[1].startswith("standby") else None)(
+                    _get(f"http://127.0.0.1:{p2}/healthz")), what="idle member is a standby")
+            assert (status, reason) == (200, "standby: 2 consumer threads for 1 partitions, "
+                                             "every partition owned\n")
+            assert _metrics(p2)["zkconsumer_healthy"] == 1
+            # the partition loses its owner znode (a broken group): the idle member fails
+            zk_client.delete("/consumers/g/owners/ev/0-0")
+            status, reason = wait_until(
                 lambda: (lambda r: r if r[0] == 503 else None)(
                     _get(f"http://127.0.0.1:{p2}/healthz")), what="idle member unhealthy")
             assert "owns no partition" in reason
+            assert "1 partition(s) of its topics have no live owner (ev/0-0)" in reason
             assert _metrics(p2)["zkconsumer_healthy"] == 0
             assert a.stop() == 0, a.log  # b takes the partition over and is healthy again
             wait_until(lambda: _get(f"http://127.0.0.1:{p2}/healthz")[0] == 200,

@@ -29,6 +29,7 @@ def test_minimal_flags() -> None:
     # the daemon acknowledges and commits itself
     assert cfg.consumer.auto_ack is False and cfg.consumer.autocommit_enable is False
     assert cfg.commit_interval == 10.0
+    assert cfg.exec_max_restarts == 10
 
 
 def test_properties_file_and_set(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -86,6 +87,8 @@ def test_autocommit_disabled_means_commit_on_rebalance_and_shutdown_only() -> No
      "--batch-size"),
     (["--zk", "h:1", "--group", "g", "--topic", "t", "--output", "-",
       "--shutdown-timeout", "0"], "--shutdown-timeout"),
+    (["--zk", "h:1", "--group", "g", "--topic", "t", "--exec", "cat",
+      "--exec-max-restarts", "-1"], "--exec-max-restarts must be >= 0"),
     (["--zk", "h:1", "--group", "g", "--topic", "t", "--output", "-", "--config",
       "/nonexistent/consumer.properties"], "cannot read properties file"),
 ])

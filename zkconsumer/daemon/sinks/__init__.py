@@ -28,7 +28,8 @@ def make_sink(config: DaemonConfig, tracker: AckTracker) -> Sink:
     if config.sink == "exec":
         return ExecSink(tracker, config.target, config.format, config.value_encoding,
                         restart_backoff=config.restart_backoff,
-                        restart_backoff_max=config.restart_backoff_max)
+                        restart_backoff_max=config.restart_backoff_max,
+                        max_restarts=config.exec_max_restarts)
     dead_letter: DeadLetter | None = None
     if config.dead_letter:
         dead_letter = DeadLetterFile(config.dead_letter)

@@ -18,6 +18,7 @@ Invariants every sink keeps:
   generation (acknowledged, they would move the offset past abandoned, unprocessed ones);
 * `inflight` counts messages submitted and neither acknowledged nor dropped: the daemon
   polls only while it is below ``--max-in-flight`` (backpressure);
+* a sink that gives up on its own (not in a call from the daemon) sets `failure`;
 * `drain` waits (bounded) for work already handed to user code; `abandon` forgets
   messages of revoked partitions that were not handed over yet (their new owner re-reads
   them from the committed offset).
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 
 from zkconsumer.daemon.formats import MessageLike
 from zkconsumer.daemon.tracker import AckTracker, Key
+from zkconsumer.errors import SinkError
 
 __all__ = ["Sink"]
 
@@ -45,6 +47,10 @@ class Sink:
         self.errors = 0
         #: Restarts of an exec child.
         self.restarts = 0
+        #: Set (from any thread, with ``tracker.cond`` held, then notified) by a sink that
+        #: cannot go on, e.g. an exec command that cannot be started: the daemon stops,
+        #: commits only what was acknowledged and exits with this error.
+        self.failure: SinkError | None = None
 
     def start(self) -> None:
         """Open files / start threads and children.  Raises `SinkError`."""

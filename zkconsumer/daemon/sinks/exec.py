@@ -18,6 +18,15 @@ The exec protocol (also in docs/operations.md):
   backoff (``--restart-backoff`` doubling up to ``--restart-backoff-max``, reset once a child
   acknowledges something) and **every unacknowledged message is written again** to the new
   child first, in the original order -- nothing is skipped;
+* a command that cannot be started at all is an error, not a restart loop: the shell itself
+  cannot be spawned, or -- before any child has worked (acknowledged something or lived
+  ``quick_exit`` = 1 s) -- a child exits with status 127 (command not found) or 126 (not
+  executable).  `start` waits ``startup_probe`` (0.2 s) for that, so the usual case fails
+  before the daemon joins the group; later it sets `Sink.failure` and stops restarting;
+* a child that exits within ``quick_exit`` without acknowledging anything is a *quick
+  failure*; after ``max_restarts`` restarts in a row that all failed quickly the sink gives
+  up (`Sink.failure`; 0 = never give up).  The daemon then exits non-zero, committing only
+  what was acknowledged;
 * at shutdown the daemon waits for acknowledgements (``--shutdown-timeout``), then closes the
   child's stdin; a child should exit on EOF.  One still running is sent SIGTERM, then SIGKILL.
 
@@ -98,6 +107,7 @@ class _Child:
     def __init__(self, proc: subprocess.Popen[bytes], number: int) -> None:
         self.proc = proc
         self.number = number
+        self.started = time.monotonic()
         self.queue: queue.Queue[bytes | None] = queue.Queue()
         self.acked = 0
 
@@ -113,14 +123,20 @@ class ExecSink(Sink):
 
     def __init__(self, tracker: AckTracker, command: str, fmt: str = "lines",
                  value_encoding: str = "utf-8", *, restart_backoff: float = 0.5,
-                 restart_backoff_max: float = 30.0, env: dict[str, str] | None = None) -> None:
+                 restart_backoff_max: float = 30.0, max_restarts: int = 10,
+                 quick_exit: float = 1.0, startup_probe: float = 0.2,
+                 env: dict[str, str] | None = None) -> None:
         super().__init__(tracker)
         self.command = command
         self.format = fmt
         self._encode = encoder_for(fmt, value_encoding)
         self._restart_backoff = restart_backoff
         self._restart_backoff_max = restart_backoff_max
+        self._max_restarts = max_restarts
+        self._quick_exit = quick_exit
+        self._startup_probe = startup_probe
         self._env = env
+        self._worked = False  # some child acknowledged something or outlived quick_exit
         self._batches: deque[_Sent] = deque()
         self._unacked = 0
         self._seq = 0
@@ -135,6 +151,17 @@ class ExecSink(Sink):
 
     def start(self) -> None:
         child = self._spawn()  # fail fast if the shell itself cannot be started
+        try:  # ... or if the command cannot be run (sh exits 126/127 at once)
+            status: int | None = child.proc.wait(self._startup_probe)
+        except subprocess.TimeoutExpired:
+            status = None
+        if status is not None and self._cannot_start(status):
+            with self.tracker.cond:
+                self._child = None
+            child.queue.put(None)  # the writer thread closes stdin
+            if child.proc.stdout is not None:
+                child.proc.stdout.close()
+            raise SinkError(self._cannot_start_message(status))
         self._supervisor = threading.Thread(target=self._supervise, args=(child,),
                                             name="zkconsumer-exec-supervisor", daemon=True)
         self._supervisor.start()
@@ -227,11 +254,30 @@ class ExecSink(Sink):
                  extra={"event": "sink_start", "pid": proc.pid})
         return child
 
+    def _cannot_start(self, status: int) -> bool:
+        """Whether a child's exit means the command cannot be run at all (see module doc)."""
+        return not self._worked and status in (126, 127)
+
+    def _cannot_start_message(self, status: int) -> str:
+        why = "command not found" if status == 127 else "found but not executable"
+        return (f"--exec {self.command!r} cannot be started: /bin/sh exited with status "
+                f"{status} ({why})")
+
+    def _fail(self, message: str) -> None:
+        """Give up: no more children; the daemon sees `failure` and stops (no commit of
+        anything unacknowledged)."""
+        log.error("%s; giving up", message, extra={"event": "sink_failed"})
+        with self.tracker.cond:
+            self.failure = SinkError(message)
+            self.tracker.cond.notify_all()
+
     def _supervise(self, child: _Child) -> None:
         backoff = self._restart_backoff
+        quick_failures = 0  # consecutive children that exited within quick_exit, no ack
         while True:
             self._read_acks(child)
             status = child.proc.wait()
+            lived = time.monotonic() - child.started
             with self.tracker.cond:
                 if self._child is child:
                     self._child = None
@@ -242,6 +288,19 @@ class ExecSink(Sink):
                          extra={"event": "sink_exit", "pid": child.proc.pid, "status": status})
                 return
             self.errors += 1
+            if self._cannot_start(status) and not child.acked:
+                self._fail(self._cannot_start_message(status))
+                return
+            quick = not child.acked and lived < self._quick_exit
+            if not quick:
+                self._worked = True
+            quick_failures = quick_failures + 1 if quick else 0
+            if self._max_restarts and quick_failures > self._max_restarts:
+                self._fail(f"--exec {self.command!r}: the child exited within "
+                           f"{self._quick_exit:g}s without acknowledging anything "
+                           f"{quick_failures} times in a row (last status {status}; "
+                           f"--exec-max-restarts {self._max_restarts})")
+                return
             self.restarts += 1
             if child.acked:
                 backoff = self._restart_backoff
@@ -317,6 +376,7 @@ class ExecSink(Sink):
                 raise ProtocolViolation(f"{n} acknowledgements but only {self._unacked} "
                                         "messages are waiting for one")
             child.acked += n
+            self._worked = True
             self._unacked -= n
             batches = self._batches
             while n:
