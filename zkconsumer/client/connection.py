@@ -20,6 +20,13 @@ Invariants
     * Before every write one zero-timeout ``select`` checks whether the broker closed the
       connection since the last exchange (0.7 brokers close it on a bad produce; a write into
       a half-closed socket would "succeed" and vanish).  Such a connection is replaced first.
+    * Every request is bounded in time *and* size.  ``socket_timeout`` bounds each socket
+      call; ``request_timeout`` (default: ``socket_timeout``) bounds the whole exchange, from
+      the write to the last byte of the answer, so a broker trickling a byte every few
+      seconds cannot stretch one response forever.  A size prefix above the request's bound
+      (``max_response_size``, or the tighter one the caller computed from its request) is a
+      protocol error raised *before* anything is allocated.  Either way the connection is
+      dropped (the frame is half read: the stream is out of sync).
     * Responses are read with one ``recv_into`` loop into a buffer preallocated from the 4-byte
       size, then returned as ``bytes``: one allocation and one copy per response.
 
@@ -49,8 +56,10 @@ __all__ = ["MAX_RESPONSE_SIZE", "BrokerConnection", "parse_broker_address"]
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")  # int32 size of the rest of the response frame
-#: Largest response frame we accept; a bigger size prefix means we lost frame sync.
-MAX_RESPONSE_SIZE = 1 << 30
+#: Default bound on one response frame body: far above any sane fetch (a 0.7 broker answers
+#: at most the requested ``max_size`` + 2 bytes), far below "allocate whatever the peer says".
+#: Callers that know their request's bound pass it per call (`SimpleConsumer` does).
+MAX_RESPONSE_SIZE = 256 * 1024 * 1024
 
 
 def parse_broker_address(address: str) -> tuple[str, int]:
@@ -79,16 +88,23 @@ class BrokerConnection:
     def __init__(self, host: str, port: int, *, connect_timeout: float = 5.0,
                  socket_timeout: float = 30.0, send_buffer: int = 102400,
                  recv_buffer: int = 65536, reconnect_backoff: float = 0.1,
-                 reconnect_backoff_max: float = 10.0,
+                 reconnect_backoff_max: float = 10.0, request_timeout: float | None = None,
+                 max_response_size: int = MAX_RESPONSE_SIZE,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if connect_timeout <= 0 or socket_timeout <= 0:
             raise ConfigurationError("connect_timeout and socket_timeout must be > 0")
+        if request_timeout is not None and request_timeout <= 0:
+            raise ConfigurationError(f"request_timeout must be > 0, got {request_timeout}")
+        if max_response_size < 2:
+            raise ConfigurationError(f"max_response_size must be >= 2, got {max_response_size}")
         if reconnect_backoff < 0 or reconnect_backoff_max < reconnect_backoff:
             raise ConfigurationError("need 0 <= reconnect_backoff <= reconnect_backoff_max")
         self.host = host
         self.port = port
         self.connect_timeout = connect_timeout
         self.socket_timeout = socket_timeout
+        self.request_timeout = socket_timeout if request_timeout is None else request_timeout
+        self.max_response_size = max_response_size
         self.send_buffer = send_buffer
         self.recv_buffer = recv_buffer
         self.reconnect_backoff = reconnect_backoff
@@ -99,6 +115,7 @@ class BrokerConnection:
         self._failures = 0          # consecutive failed connects
         self._retry_at = 0.0        # clock() before which we do not try to connect again
         self._size_buf = bytearray(4)
+        self._deadline = 0.0        # clock() by which the current response must be complete
         self._aborted = False       # abort() was called: never connect again
         self.requests_sent = 0      # frames written since the last (re)connect
         self.connected_at: float | None = None  # clock() of the last successful connect
@@ -155,14 +172,21 @@ class BrokerConnection:
         """Write one request that has no response (produce / multiproduce in 0.7)."""
         self.send_bytes(encode_request(req))
 
-    def request(self, req: Request) -> bytes:
-        """Write one request and return its response frame body (without the int32 size)."""
+    def request(self, req: Request, *, max_size: int | None = None) -> bytes:
+        """Write one request and return its response frame body (without the int32 size).
+
+        ``max_size`` bounds the body (default ``max_response_size``); a bigger size prefix
+        raises `BrokerConnectionError` before allocating.  The whole exchange must complete
+        within ``request_timeout``.
+        """
         frame = encode_request(req)
         with self._lock:
+            self._start_deadline()
             self._write(frame)
-            return self._read_frame()
+            return self._read_frame_split(0, max_size)[1]
 
-    def request_split(self, req: Request, head: int) -> tuple[bytes, bytes]:
+    def request_split(self, req: Request, head: int, *,
+                      max_size: int | None = None) -> tuple[bytes, bytes]:
         """Like `request`, but return the body as ``(first head bytes, the rest)``.
 
         The rest is read straight into its own buffer, so a fetch answer's message set is
@@ -170,22 +194,28 @@ class BrokerConnection:
         """
         frame = encode_request(req)
         with self._lock:
+            self._start_deadline()
             self._write(frame)
-            return self._read_frame_split(head)
+            return self._read_frame_split(head, max_size)
 
     def send_bytes(self, data: bytes) -> None:
         """Write already-encoded request frames that get no response."""
         with self._lock:
+            self._start_deadline()
             self._write(data)
 
-    def exchange(self, data: bytes, expect: int, *, partial_ok: bool = False) -> list[bytes]:
+    def exchange(self, data: bytes, expect: int, *, partial_ok: bool = False,
+                 max_size: int | None = None) -> list[bytes]:
         """Write pipelined request frames, then read ``expect`` response bodies in order.
 
         With ``partial_ok`` a connection closed by the broker ends the read early and the
         answers received so far are returned (the caller counts them: confirmed produce);
-        otherwise it raises `ConnectionClosedError`.
+        otherwise it raises `ConnectionClosedError`.  Each answer gets its own
+        ``request_timeout`` (they are answers to separate requests), counted from the end
+        of the previous one (the first: from the start of the write).
         """
         with self._lock:
+            self._start_deadline()
             try:
                 self._write(data, keep_on_error=partial_ok)
             except BrokerConnectionError as exc:
@@ -196,17 +226,23 @@ class BrokerConnection:
                 # closing are still in our receive buffer, so read on until EOF.
             answers: list[bytes] = []
             try:
-                for _ in range(expect):
-                    answers.append(self._read_frame())
+                for i in range(expect):
+                    if i:
+                        self._start_deadline()
+                    answers.append(self._read_frame_split(0, max_size)[1])
             except ConnectionClosedError:
                 if not partial_ok:
                     raise
             return answers
 
-    def read_response(self) -> bytes:
-        """Read one more response frame body (for callers that pipelined with `send_bytes`)."""
+    def read_response(self, *, max_size: int | None = None) -> bytes:
+        """Read one more response frame body (for callers that pipelined with `send_bytes`).
+
+        It gets a fresh ``request_timeout``, counted from this call.
+        """
         with self._lock:
-            return self._read_frame()
+            self._start_deadline()
+            return self._read_frame_split(0, max_size)[1]
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -215,6 +251,21 @@ class BrokerConnection:
         cls = ConnectionClosedError if closed else BrokerConnectionError
         detail = f"{what}: {exc}" if exc is not None else what
         return cls(detail, host=self.host, port=self.port)
+
+    def _start_deadline(self) -> None:
+        self._deadline = self._clock() + self.request_timeout
+
+    def _timeout_for_next_call(self) -> float:
+        """The socket timeout for the next send/recv: what is left of the request deadline
+        (at most ``socket_timeout``); raises, dropping the connection, once it has passed."""
+        remaining = self._deadline - self._clock()
+        if remaining <= 0:
+            self._drop()
+            raise BrokerConnectionError(
+                f"timed out: response not complete within the request timeout of "
+                f"{self.request_timeout}s (broker too slow or trickling)",
+                host=self.host, port=self.port)
+        return min(self.socket_timeout, remaining)
 
     def _drop(self) -> None:
         sock, self._sock = self._sock, None
@@ -292,7 +343,13 @@ class BrokerConnection:
             self._drop()
         sock = self._ensure()
         try:
+            # Since Python 3.5 the timeout of sendall bounds the whole call.
+            sock.settimeout(self._timeout_for_next_call())
             sock.sendall(data)
+        except TimeoutError as exc:
+            self._drop()  # part of a frame may be written: the stream is out of sync
+            raise self._error(f"send timed out (request timeout {self.request_timeout}s)",
+                              exc) from exc
         except OSError as exc:
             if not keep_on_error:
                 self._drop()
@@ -302,10 +359,16 @@ class BrokerConnection:
     def _recv_exact(self, sock: socket.socket, view: memoryview) -> None:
         pos, size = 0, len(view)
         while pos < size:
+            timeout = self._timeout_for_next_call()
             try:
+                sock.settimeout(timeout)
                 n = sock.recv_into(view[pos:], size - pos)
             except TimeoutError as exc:
                 self._drop()
+                if timeout < self.socket_timeout:
+                    raise self._error(
+                        f"timed out: response not complete within the request timeout of "
+                        f"{self.request_timeout}s (broker too slow or trickling)") from exc
                 raise self._error(
                     f"timed out after {self.socket_timeout}s waiting for a response") from exc
             except OSError as exc:
@@ -317,10 +380,8 @@ class BrokerConnection:
                                             port=self.port)
             pos += n
 
-    def _read_frame(self) -> bytes:
-        return self._read_frame_split(0)[1]
-
-    def _read_frame_split(self, head_size: int) -> tuple[bytes, bytes]:
+    def _read_frame_split(self, head_size: int, max_size: int | None) -> tuple[bytes, bytes]:
+        limit = self.max_response_size if max_size is None else max_size
         sock = self._sock
         if sock is None:
             raise ConnectionClosedError("no open connection to read a response from",
@@ -330,10 +391,12 @@ class BrokerConnection:
         with memoryview(start) as view:
             self._recv_exact(sock, view)
         (size,) = _SIZE.unpack_from(start)
-        if not max(2, head_size) <= size <= MAX_RESPONSE_SIZE:
-            self._drop()
-            raise BrokerConnectionError(f"invalid response size {size} (lost frame sync?)",
-                                        host=self.host, port=self.port)
+        if not max(2, head_size) <= size <= limit:
+            self._drop()  # checked before allocating: a lying prefix costs nothing
+            raise BrokerConnectionError(
+                f"protocol error: invalid response size {size}, outside "
+                f"{max(2, head_size)}..{limit} for this request (not a 0.7 broker, or the "
+                f"stream lost frame sync)", host=self.host, port=self.port)
         head = bytes(start[4:])
         buf = bytearray(size - head_size)
         with memoryview(buf) as view:

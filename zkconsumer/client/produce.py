@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zkconsumer.client.connection import BrokerConnection
+from zkconsumer.client.simple import offsets_response_bound
 from zkconsumer.errors import ProduceRejectedError
 from zkconsumer.protocol import (
     LATEST_TIME,
@@ -92,7 +93,8 @@ def confirmed_produce(conn: BrokerConnection, produces: Sequence[ProduceRequest]
         frames.append(encode_request(req))
         frames.append(encode_request(
             OffsetsRequest(req.topic, max(req.partition, 0), LATEST_TIME, 1)))
-    answers = conn.exchange(b"".join(frames), len(produces), partial_ok=True)
+    answers = conn.exchange(b"".join(frames), len(produces), partial_ok=True,
+                            max_size=offsets_response_bound(1))
     return len(answers)
 
 

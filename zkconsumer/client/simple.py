@@ -23,7 +23,10 @@ multifetch with a broken part or with a different number of parts than requested
 peer is not a sane 0.7 broker or the stream lost sync: it is raised as `BrokerConnectionError`
 naming ``host:port`` (the codec error is its ``__cause__``) and the connection is dropped, so
 callers handle it like any other broken broker (back off, reconnect) instead of dying on a
-`DecodeError`.  Not thread-safe beyond what
+`DecodeError`.  Every request passes `BrokerConnection` the largest answer a 0.7 broker can give
+to it (a fetch: its ``max_size`` + the error code; REFERENCE §4.2), so a size prefix beyond
+that is refused before anything is allocated, and the whole exchange must finish within
+``request_timeout`` (default: ``socket_timeout``).  Not thread-safe beyond what
 `BrokerConnection` serialises: use one SimpleConsumer per thread.
 """
 
@@ -59,10 +62,36 @@ from zkconsumer.protocol import (
     decode_offsets_response,
 )
 
-__all__ = ["FetchedMessage", "SimpleConsumer", "query_offsets"]
+__all__ = [
+    "FetchedMessage",
+    "SimpleConsumer",
+    "fetch_response_bound",
+    "multifetch_response_bound",
+    "offsets_response_bound",
+    "query_offsets",
+]
 
 _LEN = struct.Struct(">i")  # int32 length prefix of a message entry
 _ERROR = struct.Struct(">h")  # int16 error code opening a fetch response body
+#: Added to every computed response bound: the bounds are exact for a 0.7.2 broker
+#: (FileMessageSet.read never returns more than maxSize), the slack only forgives a peer
+#: that pads an answer a little.  A lost frame sync or a lying size prefix is far above it.
+_SLACK = 4096
+
+
+def fetch_response_bound(max_size: int) -> int:
+    """Largest FETCH response body: int16 error + at most ``max_size`` message-set bytes."""
+    return 2 + max(max_size, 0) + _SLACK
+
+
+def multifetch_response_bound(fetches: Sequence[FetchRequest]) -> int:
+    """Largest MULTIFETCH response body: int16 error, then per part int32 size + a fetch body."""
+    return 2 + sum(4 + 2 + max(f.max_size, 0) for f in fetches) + _SLACK
+
+
+def offsets_response_bound(max_offsets: int) -> int:
+    """Largest OFFSETS response body: int16 error, int32 count, at most max_offsets int64s."""
+    return 2 + 4 + 8 * max(max_offsets, 0) + _SLACK
 
 
 class FetchedMessage(NamedTuple):
@@ -79,7 +108,7 @@ class SimpleConsumer:
     def __init__(self, host: str, port: int, *, socket_timeout: float = 30.0,
                  buffer_size: int = 65536, fetch_size: int = 1048576,
                  max_fetch_size: int = 16 * 1024 * 1024, connect_timeout: float = 5.0,
-                 idle_wait: float = 0.1,
+                 idle_wait: float = 0.1, request_timeout: float | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if fetch_size < 1:
             raise ConfigurationError(f"fetch_size must be >= 1, got {fetch_size}")
@@ -93,7 +122,8 @@ class SimpleConsumer:
         self.idle_wait = idle_wait
         self._sleep = sleep
         self.conn = BrokerConnection(host, port, connect_timeout=connect_timeout,
-                                     socket_timeout=socket_timeout, recv_buffer=buffer_size)
+                                     socket_timeout=socket_timeout, recv_buffer=buffer_size,
+                                     request_timeout=request_timeout)
 
     def __repr__(self) -> str:
         return f"<SimpleConsumer {self.host}:{self.port}>"
@@ -110,24 +140,25 @@ class SimpleConsumer:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def _request(self, req: Request) -> bytes:
+    def _request(self, req: Request, max_size: int) -> bytes:
         was_connected = self.conn.connected
         try:
-            return self.conn.request(req)
+            return self.conn.request(req, max_size=max_size)
         except BrokerConnectionError:
             if not was_connected:
                 raise
             # A connection that worked before broke (broker restarted, idle close): retry once.
-            return self.conn.request(req)
+            return self.conn.request(req, max_size=max_size)
 
     def _request_fetch(self, req: FetchRequest) -> tuple[int, bytes]:
         was_connected = self.conn.connected
+        bound = fetch_response_bound(req.max_size)
         try:
-            head, data = self.conn.request_split(req, 2)
+            head, data = self.conn.request_split(req, 2, max_size=bound)
         except BrokerConnectionError:
             if not was_connected:
                 raise
-            head, data = self.conn.request_split(req, 2)
+            head, data = self.conn.request_split(req, 2, max_size=bound)
         (error,) = _ERROR.unpack(head)
         return error, data
 
@@ -144,7 +175,8 @@ class SimpleConsumer:
         """One MULTIFETCH; answers in request order.  Per-set errors are *not* raised."""
         if not fetches:
             return []
-        body = self._request(MultiFetchRequest(tuple(fetches)))
+        body = self._request(MultiFetchRequest(tuple(fetches)),
+                             multifetch_response_bound(fetches))
         try:
             resp = decode_multifetch_response(body)
         except DecodeError as exc:
@@ -164,7 +196,7 @@ class SimpleConsumer:
         """
         req = OffsetsRequest(topic, partition, time, max_offsets)
         try:
-            body = self._request(req)
+            body = self._request(req, offsets_response_bound(max_offsets))
         except ConnectionClosedError as exc:
             raise ConnectionClosedError(
                 f"broker closed the connection on an offsets request for {topic}/{partition} "

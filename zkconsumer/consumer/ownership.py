@@ -15,7 +15,15 @@ group safe when Scala members share it (REFERENCE §2.4, §6.2, §6.4):
   the previous owner's final commit (Scala reads them before claiming and may replay more).
 
 Commits (`commit`) write only offsets that changed since the last write (Scala rewrites every
-owned partition each time; unchanged offsets only load ZooKeeper).  They are serialised with
+owned partition each time; unchanged offsets only load ZooKeeper).  Every commit is a
+compare-and-set on the offset znode's version (`commit_offset_cas`), the version remembered
+from the claim or our last write, and **never moves a stored offset backwards unless this
+member still owns the partition on the session it claimed it in** (owner znode with our thread
+id, ephemeral on our current session, same session as at the claim).  So a commit that
+ZooKeeper retries late -- started before our session expired, landing after a new owner
+advanced the offset -- finds a new version, re-reads, and leaves the new owner's offset alone.
+A Scala member's unversioned write only bumps the version: we re-read and, owning the
+partition, write ours as before.  They are serialised with
 releases by ``_commit_lock``, which fixes the reference race where the autocommit thread
 could write the offset of a partition being released -- and possibly already re-owned.
 Acks take the short ``_ack_lock`` only, never a ZooKeeper call.
@@ -29,22 +37,17 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
-
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.delivery import Delivery
 from zkconsumer.consumer.fetcher import Fetcher
 from zkconsumer.consumer.message import ConsumerStats, Message, PartitionState
 from zkconsumer.errors import ZkConsumerError, ZooKeeperError
-from zkconsumer.zk.offsets import commit_offset, read_offset
+from zkconsumer.zk.offsets import commit_offset_cas, read_offset_versioned
 from zkconsumer.zk.paths import (
     BrokerInfo,
-    encode_offset,
-    offset_path,
     owner_path,
     owners_path,
     owners_topic_path,
-    parse_offset,
     parse_partition_name,
 )
 from zkconsumer.zk.session import ZkSession
@@ -56,6 +59,19 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (topic, "B-P")
 #: (owner path, value found there or None if it vanished meanwhile)
 Conflict = tuple[str, bytes | None]
+
+
+class _CommitMark:
+    """What a commit compares against: the claim's session and the offset znode version we
+    last read (at the claim) or wrote (``None``: unknown, read before writing)."""
+
+    __slots__ = ("session_id", "state", "version")
+
+    def __init__(self, state: PartitionState, session_id: int | None,
+                 version: int | None) -> None:
+        self.state = state
+        self.session_id = session_id
+        self.version = version
 
 
 def group_by_topic(keys: Iterable[Key]) -> dict[str, list[str]]:
@@ -83,6 +99,7 @@ class Ownership:
         self._fetchers: list[Fetcher] = []
         self._stopped_fetchers: list[Fetcher] = []
         self._brokers: dict[int, BrokerInfo] = {}
+        self._marks: dict[Key, _CommitMark] = {}  # guarded by _commit_lock
         self._commit_lock = threading.RLock()
         self._ack_lock = threading.Lock()
 
@@ -136,11 +153,9 @@ class Ownership:
             failures = 0
             for state, value in todo:
                 try:
-                    if forward_only or state.committed_offset is None:
-                        if not self._commit_forward(state, value):
-                            continue
-                    else:
-                        commit_offset(self.session, self.group, state.topic, state.name, value)
+                    rewind = not forward_only and state.committed_offset is not None
+                    if not self._write_offset(state, value, may_rewind=rewind):
+                        continue
                     log.debug("committed %s/%s = %s", state.topic, state.name, value)
                     state.committed_offset = value
                     self.stats.offsets_written += 1
@@ -153,42 +168,55 @@ class Ownership:
             self.stats.last_commit_latency = self._clock() - started
             return failures
 
-    def _commit_forward(self, state: PartitionState, value: int) -> bool:
-        """Write ``value`` only if it is ahead of the stored offset, atomically.
+    def _write_offset(self, state: PartitionState, value: int, *, may_rewind: bool) -> bool:
+        """Compare-and-set ``value``; False if a stored offset ahead of it was kept.
 
-        A compare-and-set on the znode version (create if absent), so a concurrent writer
-        is never rewound.  False if the stored offset is already at or beyond ``value``.
+        ``may_rewind`` False: write only if ahead of the stored offset (after a session loss,
+        or the first write of an ``autooffset.reset`` position).  True: a stored offset ahead
+        of ours (someone else wrote) is overwritten only if we still own the partition on
+        the session we claimed it in (`_owns_now`).
         """
-        path = offset_path(self.group, state.topic, state.name)
-        data = encode_offset(value)
-        client = self.session.client
-        for _ in range(10):
-            node = self.session.get_node(path)
-            try:
-                if node is None:
-                    self.session.create_persistent_parents(path)
-                    client.create(path, data)
-                    return True
-                stored = parse_offset(path, node.data)
-                if stored >= value:
-                    log.info("not committing %s/%s at %s: %s is stored already", state.topic,
-                             state.name, value, stored)
-                    return False
-                client.set(path, data, version=node.version)
-                return True
-            except (NodeExistsError, BadVersionError, NoNodeError):
-                continue  # somebody wrote in between: look again
-            except KazooException as exc:
-                raise ZooKeeperError(f"commit {path}: {type(exc).__name__} {exc}") from exc
-        raise ZooKeeperError(f"commit {path}: the offset keeps changing under us")
+        mark = self._marks.get(state.key)
+        if mark is not None and mark.state is not state:
+            mark = None  # a newer claim of the same partition (cannot happen under the lock)
+
+        def allowed(stored: int) -> bool:
+            if not (may_rewind and mark is not None and self._owns_now(state, mark)):
+                return False
+            log.warning("%s/%s: offset %s was written by someone else while we own the "
+                        "partition; writing ours (%s) over it", state.topic, state.name,
+                        stored, value)
+            return True
+
+        # Without rewinds, read first even when the version is known: one extra read, only
+        # after a session loss, and the decision never depends on what we believe was stored.
+        version = mark.version if mark is not None and may_rewind else None
+        result = commit_offset_cas(self.session, self.group, state.topic, state.name, value,
+                                   version=version, may_rewind=allowed)
+        if mark is not None:
+            mark.version = result.version
+        if not result.written:
+            log.info("not committing %s/%s at %s: %s is stored and we %s", state.topic,
+                     state.name, value, result.stored,
+                     "may not move it back" if may_rewind else "only move it forward now")
+        return result.written
+
+    def _owns_now(self, state: PartitionState, mark: _CommitMark) -> bool:
+        """Our current session is the claim's session and still holds our owner znode."""
+        sid = self.session.session_id
+        if state.released or sid is None or sid != mark.session_id:
+            return False
+        node = self.session.get_node(owner_path(self.group, state.topic, state.name))
+        return (node is not None and node.data == state.thread_id.encode()
+                and node.ephemeral_owner == sid)
 
     def write_reset(self, state: PartitionState, offset: int) -> None:
         """Persist an out-of-range reset at once (reference FetcherRunnable behaviour)."""
         with self._commit_lock:
             if state.released:
                 return
-            commit_offset(self.session, self.group, state.topic, state.name, offset)
-            state.committed_offset = offset
+            if self._write_offset(state, offset, may_rewind=True):
+                state.committed_offset = offset
 
     # -- fetchers ------------------------------------------------------------------------------
 
@@ -255,6 +283,8 @@ class Ownership:
                 for state in states:
                     state.released = True
                     self._states.pop(state.key, None)
+            for state in states:
+                self._marks.pop(state.key, None)
         if delete_owners:
             for state in states:
                 self._delete_owner(state)
@@ -335,6 +365,7 @@ class Ownership:
         created: list[tuple[str, bytes]] = []
         conflicts: list[Conflict] = []
         items = sorted(wanted.items())
+        claim_session = self.session.session_id  # the owner znodes live on this session
         try:
             for i, ((topic, name), thread) in enumerate(items):
                 path = owner_path(self.group, topic, name)
@@ -357,13 +388,16 @@ class Ownership:
             self._rollback(created)
             return conflicts
         try:
-            new_states = [self._new_state(topic, name, thread) for (topic, name), thread in items]
+            new = [self._new_state(topic, name, thread) for (topic, name), thread in items]
         except ZkConsumerError:
             self._rollback(created)
             raise
-        with self._ack_lock:
-            for state in new_states:
-                self._states[state.key] = state
+        with self._commit_lock:
+            for state, version in new:
+                self._marks[state.key] = _CommitMark(state, claim_session, version)
+            with self._ack_lock:
+                for state, _ in new:
+                    self._states[state.key] = state
         return []
 
     def _rollback(self, created: list[tuple[str, bytes]]) -> None:
@@ -373,10 +407,13 @@ class Ownership:
             except ZkConsumerError as exc:
                 log.warning("could not roll back owner znode %s: %s", path, exc)
 
-    def _new_state(self, topic: str, name: str, thread: str) -> PartitionState:
+    def _new_state(self, topic: str, name: str,
+                   thread: str) -> tuple[PartitionState, int | None]:
+        """The state of a just-claimed partition and its offset znode version."""
         broker, part = parse_partition_name(name)
-        offset = read_offset(self.session, self.group, topic, name)
-        return PartitionState(topic, broker, part, thread, offset, offset, self.config.fetch_size)
+        offset, version = read_offset_versioned(self.session, self.group, topic, name)
+        return (PartitionState(topic, broker, part, thread, offset, offset,
+                               self.config.fetch_size), version)
 
     def drop_all_states(self) -> list[PartitionState]:
         """Forget every state without committing (used at close after the final commit)."""
@@ -386,4 +423,6 @@ class Ownership:
                 s.active = False
                 s.released = True
             self._states.clear()
+        with self._commit_lock:
+            self._marks.clear()
         return states

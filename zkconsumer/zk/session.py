@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
+    BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
@@ -88,7 +89,7 @@ class ZnodeInfo:
 # Errors that mean "try again once the connection is back" (zkclient retryUntilConnected).
 _RETRIABLE = (ConnectionLoss, OperationTimeoutError)
 # kazoo errors a caller handles itself; everything else is translated by _op.
-_PASS = (NoNodeError, NodeExistsError, NotEmptyError)
+_PASS = (NoNodeError, NodeExistsError, NotEmptyError, BadVersionError)
 
 
 class ZkSession:
@@ -226,7 +227,10 @@ class ZkSession:
     def _op(self, what: str, path: str, call: Callable[[], Any]) -> Any:
         """Run one kazoo ``*_async`` call, retrying across connection loss, translating errors.
 
-        ``NoNodeError``/``NodeExistsError``/``NotEmptyError`` are left to the caller.
+        ``NoNodeError``/``NodeExistsError``/``NotEmptyError``/``BadVersionError`` are left
+        to the caller.  A write retried here after a connection loss may land on a *new*
+        session (the old one expired meanwhile): writes that must not outlive their session
+        are made conditional (`set_if_version`), so a late retry fails instead of clobbering.
         """
         # kazoo glues the chroot in front of the path as a plain string, so "x" on chroot
         # "/c" would silently address "/cx", outside the chroot.  Refuse such paths.
@@ -373,6 +377,33 @@ class ZkSession:
                 raise ZooKeeperError(f"set {path}: deleted while being written") from exc
         except NoNodeError as exc:
             raise ZooKeeperError(f"create {path}: parent vanished while creating") from exc
+
+    def set_if_version(self, path: str, data: bytes, version: int) -> int | None:
+        """Compare-and-set: write only if the znode is still at ``version``.
+
+        Returns the new version, or ``None`` if the znode changed or vanished since (look
+        again).  Safe to retry across connection losses and session expiries: a retry of a
+        write that already landed sees a new version and returns ``None``, never rewrites.
+        """
+        try:
+            stat = self._op("set", path, lambda: self.client.set_async(path, data, version))
+        except (BadVersionError, NoNodeError):
+            return None
+        return int(stat.version)
+
+    def create_if_absent(self, path: str, data: bytes) -> bool:
+        """Create a persistent znode (and null-data parents); False if it exists already."""
+        try:
+            try:
+                self._create(path, data)
+            except NoNodeError:
+                self.create_persistent_parents(path)
+                self._create(path, data)
+        except NodeExistsError:
+            return False
+        except NoNodeError as exc:
+            raise ZooKeeperError(f"create {path}: parent vanished while creating") from exc
+        return True
 
     def delete(self, path: str) -> None:
         """Delete one znode; a missing znode is fine (ZkUtils.deletePath).

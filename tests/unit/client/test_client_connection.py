@@ -10,12 +10,14 @@ import contextlib
 import socket
 import struct
 import threading
+import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 
 import pytest
 from fixtures.waiting import wait_until
 
-from zkconsumer.client import BrokerConnection, parse_broker_address
+from zkconsumer.client import BrokerConnection, SimpleConsumer, parse_broker_address
 from zkconsumer.errors import BrokerConnectionError, ConfigurationError, ConnectionClosedError
 from zkconsumer.protocol import FetchRequest, OffsetsRequest, ProduceRequest, encode_request
 
@@ -268,3 +270,131 @@ def test_invalid_arguments() -> None:
         BrokerConnection("h", 1, socket_timeout=0)
     with pytest.raises(ConfigurationError):
         BrokerConnection("h", 1, reconnect_backoff=2, reconnect_backoff_max=1)
+    with pytest.raises(ConfigurationError):
+        BrokerConnection("h", 1, request_timeout=0)
+    with pytest.raises(ConfigurationError):
+        BrokerConnection("h", 1, max_response_size=1)
+
+
+# -- bounded responses: a deadline per request, a size bound checked before allocating -----
+
+
+def _trickle(srv: ScriptedServer, stop: threading.Event, prefix: bytes) -> Callable[
+        [socket.socket], None]:
+    """A broker that sends ``prefix`` then one byte every 50 ms: never silent for long."""
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        conn.sendall(prefix)
+        while not stop.wait(0.05):  # the pacing of the misbehaving peer, not a test wait
+            conn.sendall(b"x")
+    return script
+
+
+def test_a_trickling_broker_hits_the_request_deadline(server_factory: Factory) -> None:
+    stop = threading.Event()
+    srv = server_factory(lambda c: script(c))
+    script = _trickle(srv, stop, struct.pack(">i", 1000) + b"\x00\x00")
+    # Each byte arrives well within socket_timeout: only an overall deadline can end this.
+    conn = BrokerConnection("127.0.0.1", srv.port, socket_timeout=5.0, request_timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(BrokerConnectionError,
+                           match=rf"request timeout of 0\.5s.*127\.0\.0\.1:{srv.port}"):
+            conn.request(FETCH)
+        assert time.monotonic() - started < 3.0  # not 1000 bytes x 50 ms = 50 s
+        assert not conn.connected  # the frame is half read: the stream cannot be reused
+    finally:
+        stop.set()
+        conn.close()
+
+
+def test_request_timeout_defaults_to_the_socket_timeout(server_factory: Factory) -> None:
+    stop = threading.Event()
+    srv = server_factory(lambda c: script(c))
+    script = _trickle(srv, stop, struct.pack(">i", 1000))
+    conn = BrokerConnection("127.0.0.1", srv.port, socket_timeout=0.4)
+    assert conn.request_timeout == 0.4
+    started = time.monotonic()
+    try:
+        with pytest.raises(BrokerConnectionError, match=r"request timeout of 0\.4s"):
+            conn.request(FETCH)
+        assert time.monotonic() - started < 3.0
+    finally:
+        stop.set()
+        conn.close()
+
+
+def test_the_deadline_is_per_request_not_per_connection(server_factory: Factory) -> None:
+    """Slow-ish answers that each fit the deadline keep working, one after another."""
+    def script(conn: socket.socket) -> None:
+        for _ in range(3):
+            srv.read_frame(conn)
+            data = frame(b"\x00\x00" + b"y" * 6)
+            for i in range(0, len(data), 4):
+                conn.sendall(data[i:i + 4])
+        conn.recv(1)
+
+    srv = server_factory(script)
+    with BrokerConnection("127.0.0.1", srv.port, request_timeout=2.0) as conn:
+        for _ in range(3):
+            assert conn.request(FETCH) == b"\x00\x00yyyyyy"
+
+
+def _lying_size(srv_box: list[ScriptedServer], size: int) -> Callable[[socket.socket], None]:
+    def script(conn: socket.socket) -> None:
+        srv_box[0].read_frame(conn)
+        conn.sendall(struct.pack(">i", size) + b"\x00\x00\x00\x00")
+        conn.recv(1)  # then nothing: a client that believed the prefix would wait here
+    return script
+
+
+def test_a_huge_size_prefix_is_refused_before_allocating(server_factory: Factory) -> None:
+    box: list[ScriptedServer] = []
+    box.append(server_factory(_lying_size(box, (1 << 30) - 1)))
+    conn = BrokerConnection("127.0.0.1", box[0].port, socket_timeout=5.0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(BrokerConnectionError,
+                           match=rf"protocol error: invalid response size {(1 << 30) - 1}, "
+                                 rf"outside 2\.\.{256 << 20}.*127\.0\.0\.1:{box[0].port}"):
+            conn.request(FETCH)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # nothing near the claimed GiB was allocated
+    assert not conn.connected
+
+
+def test_max_response_size_is_configurable_and_per_call(server_factory: Factory) -> None:
+    box: list[ScriptedServer] = []
+    box.append(server_factory(_lying_size(box, 5000)))
+    conn = BrokerConnection("127.0.0.1", box[0].port, max_response_size=4096)
+    with pytest.raises(BrokerConnectionError, match=r"invalid response size 5000, outside "
+                                                    r"2\.\.4096"):
+        conn.request(FETCH)
+    conn = BrokerConnection("127.0.0.1", box[0].port)
+    with pytest.raises(BrokerConnectionError, match=r"size 5000, outside 4\.\.300"):
+        conn.request_split(FETCH, 4, max_size=300)
+
+
+def test_simple_consumer_bounds_a_fetch_answer_by_its_max_size(server_factory: Factory) -> None:
+    """64 MiB is under the connection's default cap, but a fetch of 100 bytes cannot be
+    answered with more than 2 + 100 bytes by a 0.7 broker: refused, not allocated."""
+    box: list[ScriptedServer] = []
+    box.append(server_factory(_lying_size(box, 64 << 20)))
+    with SimpleConsumer("127.0.0.1", box[0].port, fetch_size=100) as consumer:
+        with pytest.raises(BrokerConnectionError, match=r"invalid response size 67108864"):
+            consumer.fetch("t", 0, 0)
+        with pytest.raises(BrokerConnectionError, match=r"invalid response size 67108864"):
+            consumer.offsets("t", 0, -1)
+
+
+def test_simple_consumer_accepts_a_full_size_fetch_answer(server_factory: Factory) -> None:
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        conn.sendall(frame(b"\x00\x00" + b"m" * 100))  # exactly max_size message bytes
+        conn.recv(1)
+
+    srv = server_factory(script)
+    with SimpleConsumer("127.0.0.1", srv.port, fetch_size=100) as consumer:
+        assert consumer.fetch("t", 0, 0).messages == b"m" * 100
