@@ -407,13 +407,13 @@ class Coordinator:
         if revoke:
             own.release(revoke, self._on_revoked)
         conflicts = own.claim(new) if new else []
-        own.start_fetchers(view.brokers)
-        if conflicts:
-            return conflicts
-        if new:
+        if new and not conflicts:
+            # before the fetchers start: a listener hears of a partition before any of its
+            # messages can be handed out
             log.info("%s: claimed %s", self.consumer_id, group_by_topic(new))
             self._notify("on_assigned", group_by_topic(new))
-        return []
+        own.start_fetchers(view.brokers)
+        return conflicts
 
 
 def _describe(conflicts: list[Conflict]) -> str:
