@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import struct
 import threading
 from collections.abc import Callable, Iterator
+
+from fixtures.sockets import read_frame
 
 __all__ = ["ScriptedBroker", "blackhole", "no_new_threads", "read_frame", "reply"]
 
@@ -58,19 +59,6 @@ class ScriptedBroker:
                 with contextlib.suppress(OSError):
                     conn.close()
         self._thread.join(5)
-
-
-def read_frame(conn: socket.socket) -> bytes:
-    """One int32-size-prefixed request frame body (OSError if the client went away)."""
-    def exact(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = conn.recv(n - len(buf))
-            if not chunk:
-                raise OSError("client went away")
-            buf += chunk
-        return buf
-    return exact(struct.unpack(">i", exact(4))[0])
 
 
 def reply(answer: bytes, *, close: bool = False) -> Callable[[socket.socket], None]:

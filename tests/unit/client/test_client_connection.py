@@ -15,6 +15,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 
 import pytest
+from fixtures.sockets import recv_exact
 from fixtures.waiting import wait_until
 
 from zkconsumer.client import BrokerConnection, SimpleConsumer, parse_broker_address
@@ -45,23 +46,13 @@ class ScriptedServer:
                 self.script(conn)
 
     def read_frame(self, conn: socket.socket) -> bytes:
-        head = _recv_exact(conn, 4)
-        body = _recv_exact(conn, struct.unpack(">i", head)[0])
+        head = recv_exact(conn, 4)
+        body = recv_exact(conn, struct.unpack(">i", head)[0])
         self.received.append(head + body)
         return body
 
     def close(self) -> None:
         self.listener.close()
-
-
-def _recv_exact(conn: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = conn.recv(n - len(buf))
-        if not chunk:
-            raise OSError("client went away")
-        buf += chunk
-    return buf
 
 
 Factory = Callable[[Callable[[socket.socket], None]], ScriptedServer]
