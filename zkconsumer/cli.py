@@ -13,7 +13,13 @@ This module is the only place that configures logging, and it turns every error 
 into one line ``zkconsumer COMMAND: error: ...`` and exit status 1 (a traceback only with
 ``--debug``), because an operator reading "broker error 1: offset out of range [topic=t,
 partition=0]" needs no stack.  Exit statuses: 0 success, 1 error, 2 command-line usage error
-(argparse), 130 interrupted.
+(argparse), 130 interrupted, 141 (128 + SIGPIPE) when the reader of stdout went away.
+
+A closed stdout (``zkconsumer logdir dump ... | head``) ends the command quietly with status
+141, as coreutils do when SIGPIPE kills them (``yes | head`` under ``set -o pipefail``): the
+reader got what it wanted, so an "error: Broken pipe" line would be noise, while a non-zero
+status still tells a script the output was cut short.  Only a broken *stdout* counts: a
+broken pipe to anything else (an exec child, a socket) stays an error.
 
 One-shot commands (everything but the long-running ones in `_LONG_RUNNING`) keep kazoo's
 connection-retry WARNINGs quiet, so an unreachable ``--zk`` gives exactly one error line (after
@@ -25,6 +31,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import select
 import sys
 import warnings
 from collections.abc import Sequence
@@ -60,7 +68,8 @@ examples:
   zkconsumer COMMAND --help          (every command has its own examples)
 
 exit status: 0 success, 1 error (one line "zkconsumer COMMAND: error: ..."; --debug for the
-traceback), 2 command-line usage error, 130 interrupted (Ctrl-C)
+traceback), 2 command-line usage error, 130 interrupted (Ctrl-C), 141 stdout closed by its
+reader (e.g. `| head`; quiet, like coreutils killed by SIGPIPE)
 """
 
 
@@ -128,14 +137,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(args.log_level, quiet_kazoo=args.command not in _LONG_RUNNING)
     try:
-        return int(args._main(args) or 0)
+        status = int(args._main(args) or 0)
+        sys.stdout.flush()  # a closed stdout shows here, not at interpreter exit
+        return status
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_closed():
+            return _quiet_sigpipe_exit()
         if args.debug:
             raise
         print(f"zkconsumer {args.command}: error: {_describe(exc)}", file=sys.stderr)
         return 1
+
+
+#: Exit status for "the reader of stdout went away": what a shell reports for a process killed
+#: by SIGPIPE (128 + 13), as ``yes | head`` gives.
+SIGPIPE_STATUS = 141
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe (or socket) whose reading end is gone.
+
+    A `BrokenPipeError` may also come from an exec child or a socket; only a dead stdout
+    means "the reader had enough".  poll() reports POLLERR on the write end of a pipe whose
+    readers all closed it.
+    """
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (captured, closed)
+        return False
+
+
+def _quiet_sigpipe_exit() -> int:
+    """Give up on stdout without another "Broken pipe" at interpreter exit (Python flushes
+    sys.stdout then): point its descriptor at /dev/null, as the Python docs advise."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return SIGPIPE_STATUS
 
 
 def _describe(exc: BaseException) -> str:
