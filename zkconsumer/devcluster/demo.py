@@ -49,7 +49,23 @@ PARTITIONS_PER_BROKER = 4
 T = TypeVar("T")
 
 
+EPILOG = """\
+Needs Java (for ZooKeeper) like `zkconsumer dev-cluster`; everything else is this package.
+Every step prints the ordinary command it runs, so the output doubles as a tutorial.
+
+examples:
+  zkconsumer demo
+  zkconsumer demo --messages 10000 --timeout 90
+  zkconsumer demo --dir /tmp/zkc-demo --keep     (then look at the logs and output files)
+
+exit status: 0 every produced message was consumed and every daemon stopped cleanly,
+1 verification failed, a daemon exited non-zero or an error (e.g. no Java), 2 usage,
+130 interrupted (Ctrl-C; the cluster is stopped first)
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument("--messages", type=int, default=2000, metavar="N",
                         help="sample messages to produce (default 2000)")
     parser.add_argument("--dir", metavar="DIR",

@@ -26,11 +26,9 @@ def _children(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPar
 
 
 def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
-    """Every command and nested sub-command we own (not the demo, not single benchmarks)."""
+    """Every command and nested sub-command we own (not single benchmarks)."""
     out = []
     for name, parser in _children(build_parser()).items():
-        if name == "demo":
-            continue
         out.append((name, parser))
         if name != "bench":
             out += [(f"{name} {sub}", p) for sub, p in _children(parser).items()]
