@@ -5,7 +5,7 @@ The only package of zkconsumer that imports pyspark, and it does so lazily: impo
 ``zkconsumer[spark]`` extra (pyspark + pyarrow) stays optional.
 
 * ``spark.read.format("kafka07")`` works without any registration call once zkconsumer is
-  installed: the top-level module ``pyspark_kafka07`` (this package's `pyspark_kafka07`,
+  installed: the top-level module ``pyspark_kafka07`` (``zkconsumer/spark/shim/``,
   installed as a top-level module) is found by PySpark's auto-registration.  Or call
   `register(spark)` explicitly.
 * Schema: ``topic string, broker_id int, partition int, offset long, next_offset long,

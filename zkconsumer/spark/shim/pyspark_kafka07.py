@@ -5,8 +5,12 @@ with ``pyspark_`` and registers its ``DefaultSource`` under ``DefaultSource.name
 (pyspark/sql/worker/lookup_data_sources.py).  With zkconsumer installed, this file makes
 ``spark.read.format("kafka07")`` work with no ``spark.dataSource.register`` call.
 
-It lives inside the package tree so it is versioned with the source; the build maps it to a
-top-level module (see docs/spark.md, "Installation").  Importing it must stay cheap and free
+It lives alone in ``zkconsumer/spark/shim/`` (a plain directory, not a package) so it is
+versioned with the source; the build maps it to a top-level module, and for editable installs
+``.ci/setup`` puts that directory on ``sys.path`` with a ``.pth`` path entry, because
+``pkgutil.iter_modules`` cannot see modules served by setuptools' editable finder (see
+docs/spark.md, "Installation").  Nothing else may live in that directory: everything in it
+becomes importable as a top-level module.  Importing it must stay cheap and free
 of side effects: PySpark imports it in every planner worker.
 """
 
