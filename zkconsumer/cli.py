@@ -34,7 +34,6 @@ import logging
 import os
 import select
 import sys
-import warnings
 from collections.abc import Sequence
 
 from zkconsumer.errors import ZkConsumerError
@@ -124,9 +123,6 @@ def configure_logging(level: str, *, quiet_kazoo: bool = False) -> None:
     )
     floor = logging.ERROR if quiet_kazoo and level != "DEBUG" else logging.WARNING
     logging.getLogger("kazoo").setLevel(max(floor, getattr(logging, level)))
-    if quiet_kazoo and level != "DEBUG":
-        # kazoo warns (Python warnings, not logging) when a chroot does not exist yet.
-        warnings.filterwarnings("ignore", message="No chroot path exists", module="kazoo")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import logging
 import queue
+import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -131,15 +133,70 @@ class ZkSession:
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> ZkSession:
-        """Connect; `ZooKeeperError` naming the connect string if that fails in time."""
+        """Connect; `ZooKeeperError` naming the connect string if that fails in time.
+
+        Two mistakes in a connect string get their own one-line error instead of kazoo's
+        "Connection time-out" or a failure far away from the cause: a host name that does
+        not resolve (checked first, so it fails at once instead of after the connection
+        timeout), and a chroot (``host:port/kafka``) that does not exist -- every create
+        under it would fail ("parent vanished") and every read would find nothing, so a
+        tool would report an empty cluster.  The dev broker creates its chroot before it
+        connects (`zkconsumer.broker.registration.ensure_chroot`); nothing else should.
+        """
+        self._check_hosts_resolve()
         try:
-            self.client.start(timeout=self.connection_timeout_ms / 1000.0)
+            with warnings.catch_warnings():
+                # kazoo's own chroot check is a Python warning on stderr (breaking JSON logs);
+                # _check_chroot below says it as an error instead.
+                warnings.filterwarnings("ignore", message="No chroot path exists")
+                self.client.start(timeout=self.connection_timeout_ms / 1000.0)
         except Exception as exc:  # KazooTimeoutError is not a KazooException
             raise ZooKeeperError(
                 f"cannot connect to ZooKeeper at {self.connect!r} within "
                 f"{self.connection_timeout_ms} ms: {exc}") from exc
         self._last_session_id = self.session_id
+        try:
+            self._check_chroot()
+        except BaseException:
+            self.close()
+            raise
         return self
+
+    @property
+    def chroot(self) -> str:
+        """The chroot of the connect string (``""`` when there is none)."""
+        return str(self.client.chroot or "")
+
+    def _check_hosts_resolve(self) -> None:
+        """`ZooKeeperError` if no host of the connect string resolves; a warning for some."""
+        hosts: list[tuple[str, int]] = list(self.client.hosts)
+        bad: list[str] = []
+        reason = ""
+        for host, port in hosts:
+            try:
+                socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except (socket.gaierror, UnicodeError) as exc:
+                bad.append(host)
+                reason = getattr(exc, "strerror", None) or str(exc)
+        if not bad:
+            return
+        names = ", ".join(repr(h) for h in bad)
+        if len(bad) == len(hosts):
+            raise ZooKeeperError(
+                f"cannot connect to ZooKeeper at {self.connect!r}: host "
+                f"{names} {'does' if len(bad) == 1 else 'do'} not resolve ({reason}); "
+                "check the host name in --zk / zk.connect")
+        log.warning("ZooKeeper host(s) %s of %r do not resolve (%s); using the others",
+                    names, self.connect, reason)
+
+    def _check_chroot(self) -> None:
+        chroot = self.chroot
+        if not chroot or chroot == "/":
+            return
+        if not self.exists("/"):
+            servers = ",".join(f"{h}:{p}" for h, p in self.client.hosts)
+            raise ZooKeeperError(f"ZooKeeper chroot {chroot} does not exist on {servers} "
+                                 "(create it, or fix --zk / zk.connect)")
 
     def close(self) -> None:
         """End the session (its ephemeral znodes vanish at once).  Idempotent."""
