@@ -111,6 +111,18 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+def _port_free(host: str, port: int) -> bool:
+    """Whether a server could listen on ``host:port`` now (SO_REUSEADDR, as the JVM binds:
+    a port only in TIME_WAIT counts as free)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 class _PortTaken(Exception):
     """The JVM could not bind the port we picked (someone else took it first)."""
 
@@ -201,6 +213,12 @@ class ZooKeeperServer:
             return self
         install = self._install or find_zookeeper()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self._requested_port:
+            # A port someone asked for and that is taken is an operator's mistake: say it in
+            # one line at once, instead of a JVM start and 30 lines of BindException.
+            self.port = self._requested_port
+            if not _port_free(self.host, self.port):
+                raise ZooKeeperError(self._port_taken_message())
         attempts = 1 if self._requested_port else 3
         for attempt in range(1, attempts + 1):
             try:
@@ -208,11 +226,14 @@ class ZooKeeperServer:
                 return self
             except _PortTaken:
                 if attempt == attempts:
-                    raise ZooKeeperError(
-                        f"ZooKeeper could not bind {self.connect_string}; log tail:\n"
-                        f"{self.log_tail()}") from None
+                    raise ZooKeeperError(self._port_taken_message()
+                                         + f" (ZooKeeper log: {self.log_file})") from None
                 log.info("port %s was taken; retrying on another port", self.port)
         return self  # unreachable
+
+    def _port_taken_message(self) -> str:
+        return (f"ZooKeeper port {self.port} is already in use on {self.host} (stop what "
+                "listens there, or pick another port)")
 
     def _start_once(self, install: ZooKeeperInstall) -> None:
         self.port = self._requested_port or _free_port(self.host)
