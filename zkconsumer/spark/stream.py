@@ -12,11 +12,23 @@ whole (shallow) message in it -- at least one message, so a batch always makes p
 cost is that those bytes cross the network twice (planning and reading); without the option
 every batch reads up to the latest offset and no extra fetch happens.
 
-``commitToGroup``: `commit` writes each batch's end into that ZooKeeper consumer group, for
-tools (ConsumerOffsetChecker, ``zkconsumer group describe``) that watch group lag.  Spark calls
-``commit(end)`` of batch N only when batch N+1 is planned (PYSPARK.md §4), so ZooKeeper lags
-one batch behind and the last batch of an ``availableNow`` run is committed at the next start.
-It is a progress report, never the resume point.
+``commitToGroup``: each completed batch's end is written into that ZooKeeper consumer group,
+for tools (ConsumerOffsetChecker, ``zkconsumer group describe``) that watch group lag.  It is a
+progress report, never the resume point.  Spark calls ``commit(end)`` of batch N only once
+batch N+1 has *new data* and is planned, so relying on it alone left ZooKeeper one batch behind
+forever after a drain (issue 13).  The end of every completed batch is also the ``start`` that
+Spark hands to `latestOffset`: Spark asks for the next end only after the batch before it is in
+the commit log (a batch found uncommitted at restart is re-run first, without a
+``latestOffset`` call), and on a restart ``start`` is the checkpoint's last end.  So
+``latestOffset`` commits ``start`` -- after every batch, at the final check of an
+``availableNow`` drain, and at a restart with no new data -- and ``commit(end)`` commits too;
+both write only what changed, and never anything beyond a completed batch.
+
+Dropped data (issue 11, Defect 1's pattern: a position advanced for data then dropped): the
+offsets here advance only through Spark's offset log, from ranges fixed before they run, and
+ZooKeeper only ever receives the end of a completed batch; ``read`` keeps no position of its
+own.  The one place bytes are skipped on purpose is ``failOnDataLoss=false`` over a deleted
+range, which is logged.
 
 New partitions (a broker registers a topic later) start at their earliest offset.
 """
@@ -60,6 +72,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         self.opts = opts
         self._target: Offsets | None = None  # frozen by prepareForTriggerAvailableNow
         self._cluster: Cluster | None = None
+        self._committed: Offsets = {}  # what this process last wrote to commitToGroup
 
     def __getstate__(self) -> dict[str, Any]:
         # The reader is pickled to executors for read(); connections stay on the driver side.
@@ -92,6 +105,8 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         _, _, self._target = self._current()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        # ``start`` is the end of the last completed batch (or the initial offsets): report it.
+        self._commit_group(start)
         parts, earliest, latest = self._current()
         end: Offsets = {}
         backlog: dict[str, int] = {}
@@ -158,13 +173,27 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         return read_partition(self.opts, partition.value)
 
     def commit(self, end: dict[str, Any]) -> None:
+        self._commit_group(end)
+
+    def _commit_group(self, offsets: dict[str, Any]) -> None:
+        """Write the partitions of ``offsets`` that changed since the last write to the group."""
         group = self.opts.commit_to_group
         if group is None:
             return
+        changed: Offsets = {}
+        for topic, parts in offsets.items():
+            for key, offset in parts.items():
+                if self._committed.get(topic, {}).get(key) != int(offset):
+                    changed.setdefault(topic, {})[key] = int(offset)
+        if not changed:
+            return
         try:
-            self.cluster.commit(group, end)
+            self.cluster.commit(group, changed)
         except Exception as exc:  # best effort: the checkpoint, not ZooKeeper, is the truth
             log.warning("could not commit offsets to group %s: %s", group, exc)
+            return
+        for topic, parts in changed.items():
+            self._committed.setdefault(topic, {}).update(parts)
 
     def stop(self) -> None:
         if self._cluster is not None:
