@@ -17,6 +17,9 @@ Invariants (each one is something a 0.7 client can observe)
       whole.  Rolling flushes the old segment, so every segment but the last is fully visible.
     * **A read never crosses a segment boundary**: bytes = min(maxSize, segment's visible end
       - offset) (Log.read + FileMessageSet.read).  Misaligned offsets are not checked.
+    * **Recovery keeps what it cuts.**  Like 0.7.2, loading truncates the last segment at
+      its first torn or corrupt entry; unlike it, the cut bytes are first copied to
+      ``<segment>.kafka.truncated-<position>`` in the partition directory (see `_save_cut`).
     * Segments are contiguous (start of next = start + size of previous); a directory that
       violates this refuses to load, like Log.validateSegments.
     * Readers never take the lock: they read an immutable tuple of segments plus ints that are
@@ -212,11 +215,49 @@ class PartitionLog:
         if recover:
             valid = recover_file(last.fd, last.size)
             if valid < last.size:
-                log.warning("recovery of %s: truncating %d bytes of torn or corrupt tail",
-                            last.path, last.size - valid)
+                side = self._save_cut(last, valid)
+                log.warning("recovery of %s: truncated %d bytes of torn or corrupt tail at "
+                            "position %d; the cut bytes (with any valid messages behind the "
+                            "damage) are kept in %s", last.path, last.size - valid, valid,
+                            side)
                 os.ftruncate(last.fd, valid)
                 last.size = last.hwm = valid
         return tuple(segments)
+
+    def _save_cut(self, segment: Segment, position: int) -> Path:
+        """Copy ``segment``'s bytes from ``position`` to a side file before recovery cuts them.
+
+        0.7.2 truncates a segment at the first bad entry, which also destroys every valid
+        message behind a mid-file corruption.  The log still ends where 0.7 would end it (a
+        0.7 client sees exactly the reference behaviour), but the bytes survive for an
+        operator to inspect or salvage (``<segment>.kafka.truncated-<position>``: a name the
+        0.7 loader, this loader and ``zkconsumer logdir`` all ignore, since it does not end
+        in ``.kafka``).  Written and synced before the truncation, so a crash in between
+        only repeats the recovery (into a new side file), never loses the bytes.
+        """
+        base = segment.path.with_name(f"{segment.path.name}.truncated-{position}")
+        for n in itertools.count():
+            side = base if n == 0 else base.with_name(f"{base.name}.{n}")
+            try:
+                fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | getattr(os, "O_CLOEXEC", 0), 0o644)
+            except FileExistsError:
+                continue
+            break
+        try:
+            pos, end = position, segment.size
+            while pos < end:
+                chunk = os.pread(segment.fd, min(_RECOVERY_CHUNK, end - pos), pos)
+                if not chunk:
+                    break
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+                pos += len(chunk)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return side
 
     @staticmethod
     def _open(path: Path, *, mutable: bool) -> int:
