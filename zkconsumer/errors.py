@@ -126,6 +126,25 @@ class InvalidMessageSizeError(DecodeError):
     """
 
 
+class MisalignedOffsetError(DecodeError):
+    """A fetch offset is not a message boundary: it falls inside the message ``[before, after)``.
+
+    0.7 offsets are byte positions and a 0.7 broker serves raw bytes from any position, so a
+    bad committed offset (an import, a hand edit) reads as garbage.  Carries ``topic``,
+    ``partition``, ``offset`` and the boundaries around it (``before``/``after``, None when
+    unknown) so the message can say how to fix it (``zkconsumer offsets reset``).
+    """
+
+    def __init__(self, message: str, *, topic: str, partition: object, offset: int,
+                 before: int | None = None, after: int | None = None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.before = before
+        self.after = after
+        super().__init__(message)
+        self.offset = offset
+
+
 class CompressionError(DecodeError):
     """A compressed wrapper's payload cannot be decompressed, or names an unknown codec."""
 

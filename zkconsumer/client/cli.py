@@ -9,7 +9,10 @@ byte offset (or ``earliest``/``latest``) and prints one line per message to stdo
 * ``jsonl`` -- ``{"offset": .., "next_offset": .., "size": .., "value": ..}`` where ``value`` is
   the UTF-8 text, or ``value_base64`` when the payload is not valid UTF-8.
 
-At the end a summary goes to stderr with the offset to resume from.
+At the end a summary goes to stderr with the offset to resume from -- also when corrupt data
+stops it: every whole message before the corrupt one is printed, then the summary (its next
+offset is the corrupt message's), then the one-line error.  A start offset inside a message
+is reported as misaligned, naming the message boundaries around it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable
 
 from zkconsumer.client.connection import parse_broker_address
 from zkconsumer.client.simple import FetchedMessage, SimpleConsumer
+from zkconsumer.errors import DecodeError
 
 HELP = "print messages of one partition of one broker (like SimpleConsumerShell)"
 
@@ -30,7 +34,9 @@ EPILOG = """\
 Offsets are 0.7 byte positions; a start offset must be the start of a message (earliest,
 latest, or a next offset printed by an earlier run).  The summary on stderr ends with the
 offset to resume from.  An unknown topic reads as empty (a 0.7 broker answers it like an
-empty log).
+empty log).  Corrupt data: the messages before it are printed, the summary's next offset is
+the corrupt message, and the error names it (exit 1).  A start offset inside a message is
+reported as "misaligned" with the boundaries around it (exit 1).
 
 examples:
   zkconsumer fetch --broker kafka1:9092 --topic orders --partition 0 --max-messages 10
@@ -114,15 +120,27 @@ def main(args: argparse.Namespace) -> int:
             offset = start
         next_offset = offset
         out = sys.stdout
-        if args.max_messages is None or args.max_messages > 0:
-            for message in consumer.iter_messages(args.topic, args.partition, offset,
-                                                  stop_at_end=not args.follow):
-                out.write(fmt(message) + "\n")
-                count += 1
-                next_offset = message.next_offset
-                if args.max_messages is not None and count >= args.max_messages:
-                    break
+        try:
+            if args.max_messages is None or args.max_messages > 0:
+                for message in consumer.iter_messages(args.topic, args.partition, offset,
+                                                      stop_at_end=not args.follow):
+                    out.write(fmt(message) + "\n")
+                    count += 1
+                    next_offset = message.next_offset
+                    if args.max_messages is not None and count >= args.max_messages:
+                        break
+        except DecodeError:
+            # corrupt or misaligned: what came before was printed; say how far it got, then
+            # the one-line error (its offset is where the bad data starts)
+            out.flush()
+            _summary(args, host, port, count, next_offset)
+            raise
         out.flush()
+    _summary(args, host, port, count, next_offset)
+    return 0
+
+
+def _summary(args: argparse.Namespace, host: str, port: int, count: int,
+             next_offset: int) -> None:
     print(f"{count} message(s) from {args.topic}/{args.partition} at {host}:{port}; "
           f"next offset {next_offset}", file=sys.stderr)
-    return 0

@@ -10,6 +10,13 @@ to write, done right for what a real 0.7.2 broker returns (REFERENCE §4.2, §4.
   The iterator grows the size (doubling, at least to the declared message size) up to
   ``max_fetch_size`` and then raises `MessageTooLargeError` naming topic, partition and offset:
   never the endless loop of 0.7.0 (KAFKA-160).
+* corrupt data (CRC, magic, size) ends the iteration *at the corrupt message*: the whole
+  messages in front of it in the same answer are yielded first, then the `DecodeError` (its
+  ``offset`` is the corrupt message's) is raised.
+* when the very first fetch of an iteration holds no whole message, the start offset is
+  checked against the broker (`zkconsumer.client.alignment`): an offset inside a message
+  raises `MisalignedOffsetError` naming the boundaries around it, instead of growing the
+  fetch to ``max_fetch_size`` and blaming the message size.
 * offsets are byte positions; yielded `FetchedMessage` offsets follow the reference, including
   compressed wrappers (inner messages get the wrapper start, the last one its end), because
   they come straight from `decode_message_set`.
@@ -38,6 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import NamedTuple
 
+from zkconsumer.client.alignment import check_alignment, misaligned_error
 from zkconsumer.client.connection import BrokerConnection
 from zkconsumer.errors import (
     BrokerConnectionError,
@@ -57,10 +65,10 @@ from zkconsumer.protocol import (
     MultiFetchRequest,
     OffsetsRequest,
     Request,
-    decode_message_set,
     decode_multifetch_response,
     decode_offsets_response,
 )
+from zkconsumer.protocol.prefix import decode_valid_prefix
 
 __all__ = [
     "FetchedMessage",
@@ -245,6 +253,7 @@ class SimpleConsumer:
         end of the log and polls again.
         """
         size = self.fetch_size
+        start_checked = False  # offsets reached by walking are boundaries; the first may not be
         while True:
             try:
                 data = self.fetch(topic, partition, offset, size).messages
@@ -255,13 +264,34 @@ class SimpleConsumer:
                     return
                 self._sleep(self.idle_wait)
                 continue
-            decoded = decode_message_set(data, offset)
+            decoded, error = decode_valid_prefix(data, offset)
             if decoded.valid_bytes == 0:
+                if not start_checked:
+                    start_checked = True
+                    self._raise_if_misaligned(topic, partition, offset, error)
+                if error is not None:
+                    raise error
                 size = self._grow(topic, partition, offset, size, data)
                 continue
+            start_checked = True
             offset += decoded.valid_bytes
             size = self.fetch_size
             yield offset, decoded.messages
+            if error is not None:
+                raise error  # the valid prefix went out first; the next fetch would fail here
+
+    def _raise_if_misaligned(self, topic: str, partition: int, offset: int,
+                             error: DecodeError | None) -> None:
+        """The first fetch of an iteration found no whole message: is ``offset`` inside one?
+
+        Undecided or unreachable: the caller goes on as before (grow, or raise ``error``).
+        """
+        try:
+            verdict = check_alignment(self, topic, partition, offset)
+        except (BrokerError, BrokerConnectionError):
+            return
+        if verdict.aligned is False:
+            raise misaligned_error(topic, partition, offset, verdict) from error
 
     def iter_messages(self, topic: str, partition: int, offset: int, *,
                       stop_at_end: bool = True) -> Iterator[FetchedMessage]:
