@@ -10,7 +10,8 @@ broker, ``zkconsumer.consumer.cli`` for ``group``, ...).  A command module expos
 
 This module is the only place that configures logging, and it turns every error -- a
 `ZkConsumerError`, an `OSError` (a file that cannot be read or written), anything unexpected --
-into one line ``zkconsumer COMMAND: error: ...`` and exit status 1 (a traceback only with
+into one line ``zkconsumer COMMAND: error: ...`` and exit status 1 (2 for a `UsageError`,
+a flag value the command cannot use, like argparse's own errors; a traceback only with
 ``--debug``), because an operator reading "broker error 1: offset out of range [topic=t,
 partition=0]" needs no stack.  Exit statuses: 0 success, 1 error, 2 command-line usage error
 (argparse), 130 interrupted, 141 (128 + SIGPIPE) when the reader of stdout went away.
@@ -36,7 +37,7 @@ import select
 import sys
 from collections.abc import Sequence
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import UsageError, ZkConsumerError
 
 # (command, module).  Order is the order of `zkconsumer --help`.
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -144,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"zkconsumer {args.command}: error: {_describe(exc)}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
 
 
 #: Exit status for "the reader of stdout went away": what a shell reports for a process killed

@@ -54,6 +54,7 @@ __all__ = [
     "TruncatedError",
     "UnknownBrokerError",
     "UnknownMagicError",
+    "UsageError",
     "WrongPartitionError",
     "ZkConsumerError",
     "ZnodeDataError",
@@ -71,6 +72,11 @@ class ConfigurationError(ZkConsumerError, ValueError):
     Raised up front, when the config object is built, never later in a background thread.
     The message names the offending key.
     """
+
+
+class UsageError(ConfigurationError):
+    """A command-line flag's value is unusable (e.g. ``--topic ..``): like an argparse error,
+    the ``zkconsumer`` dispatcher turns it into one line and exit status 2."""
 
 
 # --------------------------------------------------------------------------------------------
