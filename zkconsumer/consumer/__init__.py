@@ -15,7 +15,13 @@ handling), `group` (the facade), `groupinfo` (describe / verify a group), `cli`
 from zkconsumer.consumer.assignment import assign, assign_topics
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.group import GroupConsumer
-from zkconsumer.consumer.message import ConsumerListener, ConsumerStats, Message, MessageBatch
+from zkconsumer.consumer.message import (
+    ConsumerListener,
+    ConsumerStats,
+    Message,
+    MessageBatch,
+    latest_claim,
+)
 from zkconsumer.consumer.subscription import Subscription
 from zkconsumer.properties import load_properties, parse_properties
 
@@ -29,6 +35,7 @@ __all__ = [
     "Subscription",
     "assign",
     "assign_topics",
+    "latest_claim",
     "load_properties",
     "parse_properties",
 ]

@@ -13,6 +13,14 @@ or handing out), then -- after the listeners' ``on_revoked`` and the final commi
 ``released``.  A `Message` keeps a reference to the state it came from, so an ``ack`` that
 arrives after that (a *stale generation*) is recognised and ignored.
 
+Each state also carries a **claim number** (`PartitionState.claim`, exposed as
+`Message.claim`): unique in the process and increasing with every claim, so "was this
+message handed out under a claim that has since been revoked?" is answered from the message
+alone (`latest_claim` read when partitions are revoked bounds every claim revoked then).
+Layers above (the daemon's ack ledger, the mirror) rely on it instead of guessing from the
+time they polled: a message of a *new* claim of the same partition -- the same member
+re-claiming it a few milliseconds later -- must be delivered, one of the old claim must not.
+
 Offsets inside a state (all byte offsets of the next message):
 
 * ``fetch_offset`` -- where the fetcher asks next; advanced only when a chunk is accepted into
@@ -26,22 +34,49 @@ Offsets inside a state (all byte offsets of the next message):
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-__all__ = ["ConsumerListener", "ConsumerStats", "Message", "MessageBatch", "PartitionState"]
+__all__ = ["ConsumerListener", "ConsumerStats", "Message", "MessageBatch", "PartitionState",
+           "latest_claim"]
 
 #: Decoded messages of one fetch answer: ``(offset, next_offset, payload)``.
 Decoded = list[tuple[int, int, bytes]]
 
 
+class _ClaimCounter:
+    """Process-wide claim numbers: 1, 2, 3, ... (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.latest = 0
+
+    def next(self) -> int:
+        with self._lock:
+            self.latest += 1
+            return self.latest
+
+
+_CLAIMS = _ClaimCounter()
+
+
+def latest_claim() -> int:
+    """The highest claim number handed out so far: every existing claim is ``<=`` it.
+
+    Read in a revocation listener (before the rebalance claims anything new), it bounds the
+    claims being revoked: any later claim of the same partition gets a larger number.
+    """
+    return _CLAIMS.latest
+
+
 class PartitionState:
     """Mutable state of one owned partition (see the module docstring)."""
 
-    __slots__ = ("acked_offset", "active", "broker_id", "committed_offset", "consumed_offset",
-                 "error", "fetch_offset", "fetch_size", "key", "log_end", "name",
-                 "partition_id", "released", "thread_id", "topic")
+    __slots__ = ("acked_offset", "active", "broker_id", "claim", "committed_offset",
+                 "consumed_offset", "error", "fetch_offset", "fetch_size", "key", "log_end",
+                 "name", "partition_id", "released", "thread_id", "topic")
 
     def __init__(self, topic: str, broker_id: int, partition_id: int, thread_id: str,
                  offset: int | None, committed: int | None, fetch_size: int) -> None:
@@ -51,6 +86,7 @@ class PartitionState:
         self.name = f"{broker_id}-{partition_id}"
         self.key = (topic, self.name)
         self.thread_id = thread_id
+        self.claim = _CLAIMS.next()
         self.fetch_offset = offset
         self.consumed_offset = offset
         self.acked_offset = offset
@@ -91,6 +127,12 @@ class Message:
     @property
     def partition(self) -> str:
         return f"{self.broker_id}-{self.partition_id}"
+
+    @property
+    def claim(self) -> int:
+        """The claim this message was handed out under (0: not from a group consumer)."""
+        state = self._state
+        return state.claim if state is not None else 0
 
     def __repr__(self) -> str:
         return (f"Message(topic={self.topic!r}, partition={self.partition!r}, "

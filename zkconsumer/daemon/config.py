@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.subscription import Subscription
 from zkconsumer.daemon.formats import EXEC_FORMATS, OUTPUT_FORMATS, VALUE_ENCODINGS
-from zkconsumer.errors import ConfigurationError
+from zkconsumer.errors import ConfigurationError, InvalidTopicError, UsageError
 from zkconsumer.properties import load_properties
+from zkconsumer.protocol import validate_topic
 
 __all__ = [
     "CONSUMER_KEYS",
@@ -117,16 +118,31 @@ class DaemonConfig:
 
 
 def parse_topic(arg: str, default_streams: int) -> tuple[str, int]:
-    """``"T"`` or ``"T:STREAMS"`` -> (topic, streams)."""
+    """``"T"`` or ``"T:STREAMS"`` -> (topic, streams); `UsageError` (exit 2) otherwise.
+
+    The name is held to the rules `produce` and `fetch` apply (`validate_topic`: what a 0.7
+    broker accepts, ASCII only), plus what a Scala member can read back from our ids znode
+    (no ``"`` or ``\\``: Scala writes the JSON unescaped).  Without this, ``..`` failed deep
+    inside ZooKeeper code and ``a/b`` or a 300-character name registered a subscription no
+    broker can ever serve, and waited forever.
+    """
     topic, sep, streams = arg.rpartition(":")
     if not sep:
-        return arg, default_streams
+        topic, n = arg, default_streams
+    else:
+        try:
+            n = int(streams)
+        except ValueError as exc:
+            raise UsageError(f"--topic {arg!r}: expected TOPIC or TOPIC:STREAMS") from exc
+        if not topic or n < 1:
+            raise UsageError(f"--topic {arg!r}: expected TOPIC or TOPIC:STREAMS (>= 1)")
     try:
-        n = int(streams)
-    except ValueError as exc:
-        raise ConfigurationError(f"--topic {arg!r}: expected TOPIC or TOPIC:STREAMS") from exc
-    if not topic or n < 1:
-        raise ConfigurationError(f"--topic {arg!r}: expected TOPIC or TOPIC:STREAMS (>= 1)")
+        validate_topic(topic)
+    except InvalidTopicError as exc:
+        raise UsageError(f"--topic {arg!r}: {exc}") from exc
+    if '"' in topic or "\\" in topic:
+        raise UsageError(f"--topic {arg!r}: a topic name with a quote or a backslash cannot be "
+                         "registered in a consumer group (Scala members could not parse it)")
     return topic, n
 
 
@@ -212,8 +228,12 @@ def _subscription(args: argparse.Namespace, default_streams: int) -> Subscriptio
             topic, n = parse_topic(arg, default_streams)
             topics[topic] = n
         return Subscription(topics=topics)
-    return Subscription(whitelist=args.whitelist, blacklist=args.blacklist,
-                        num_streams=default_streams)
+    flag = "--whitelist" if args.whitelist else "--blacklist"
+    try:
+        return Subscription(whitelist=args.whitelist, blacklist=args.blacklist,
+                            num_streams=default_streams)
+    except ConfigurationError as exc:  # an empty or invalid regex: a bad flag value
+        raise UsageError(f"{flag} {args.whitelist or args.blacklist!r}: {exc}") from exc
 
 
 def _sink(args: argparse.Namespace) -> tuple[str, str]:

@@ -188,7 +188,6 @@ class Daemon:
                 sink.reopen()
             room = cfg.max_in_flight - sink.inflight()
             if room > 0:
-                generation = self.tracker.generation  # before the poll: see Sink.submit
                 try:
                     batch = consumer.poll_batch(min(room, cfg.batch_size), _POLL_TIMEOUT)
                 except ConsumerError:
@@ -202,7 +201,7 @@ class Daemon:
                 if batch:
                     self.consumed_messages += len(batch)
                     self.consumed_bytes += sum([len(m.value) for m in batch])
-                    sink.submit(batch, generation)
+                    sink.submit(batch)
             else:
                 with cond:
                     if sink.inflight() >= cfg.max_in_flight and not self._stop.is_set():

@@ -11,13 +11,19 @@ Invariants:
 * per partition only the **latest** acknowledged message is kept -- acknowledging a message
   acknowledges every earlier one of its partition (the consumer's contract), so sinks must
   acknowledge in order within a partition, and all of ours do;
-* **revocation generations**: when a rebalance takes partitions away, messages of those
-  partitions still in flight are *abandoned* -- the next owner re-reads them from the committed
-  offset -- and an acknowledgement that arrives for them later must not be applied (it could
-  move an offset of a partition we no longer own, or that we own again and re-read from an
-  earlier point).  Every batch is stamped with `generation` when it is submitted;
-  `revoke` bumps the generation and remembers it per partition; `acked` drops messages whose
-  partition was revoked after their batch was stamped;
+* **revoked claims**: when a rebalance takes partitions away, messages of those partitions
+  still in flight are *abandoned* -- the next owner re-reads them from the committed offset
+  -- and neither they nor their acknowledgements may be used afterwards (an ack could move
+  an offset of a partition we no longer own, or that we own again and re-read from an
+  earlier point).  Which messages are abandoned is decided by the message itself: every
+  consumed message carries the number of the claim it was handed out under
+  (`zkconsumer.consumer.Message.claim`, increasing with every claim in the process), and
+  `revoke` records, per partition, the highest claim number that existed at that moment
+  (`latest_claim`).  A message is *stale* iff its claim is at or below that mark.
+  So a message of a **new** claim of the same partition -- the same member claiming it
+  back a few milliseconds later, polled in the same loop iteration -- is always delivered:
+  the consumer already moved its position past it, and dropping it would lose it (issue 11,
+  Defect 1: the old ledger guessed staleness from *when* the batch was polled);
 * one lock for the whole ledger (`cond`, re-entrant); sinks may share it for their own state
   so that "record acks" and "change in-flight bookkeeping" are one atomic step.  Nobody calls
   into the consumer while holding it (the consumer may be calling our rebalance listener, which
@@ -27,8 +33,9 @@ Invariants:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+from zkconsumer.consumer import latest_claim
 from zkconsumer.daemon.formats import MessageLike
 
 __all__ = ["AckTracker", "Key", "key_of"]
@@ -42,62 +49,60 @@ def key_of(m: MessageLike) -> Key:
 
 
 class AckTracker:
-    """Latest acknowledged message per partition, plus revocation generations."""
+    """Latest acknowledged message per partition, plus the claims revoked so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, claims: Callable[[], int] = latest_claim) -> None:
         self.cond = threading.Condition(threading.RLock())
-        self._generation = 0
-        self._revoked_at: dict[Key, int] = {}
+        self._latest_claim = claims
+        self._revoked_upto: dict[Key, int] = {}
         self._acked: dict[Key, MessageLike] = {}
         #: Messages acknowledged by the sink (abandoned ones not counted); for metrics.
         self.acked_messages = 0
-        #: Acknowledgements dropped because their partition was revoked meanwhile.
+        #: Acknowledgements dropped because their claim was revoked meanwhile.
         self.abandoned_acks = 0
 
-    @property
-    def generation(self) -> int:
-        """Stamp for a batch submitted now (read under `cond`)."""
-        return self._generation
+    def is_stale(self, m: MessageLike) -> bool:
+        """True if ``m`` was handed out under a claim revoked since (call with `cond`)."""
+        return m.claim <= self._revoked_upto.get((m.topic, m.broker_id, m.partition_id), -1)
 
-    def is_current(self, key: Key, generation: int) -> bool:
-        """False if ``key`` was revoked after a batch stamped ``generation`` was submitted."""
-        return self._revoked_at.get(key, -1) <= generation
+    def current(self, messages: Sequence[MessageLike]) -> Sequence[MessageLike]:
+        """``messages`` without the stale ones (call with `cond` held).
 
-    def current(self, messages: Sequence[MessageLike],
-                generation: int | None) -> Sequence[MessageLike]:
-        """``messages`` without those of partitions revoked after ``generation`` (None: all).
-
-        Sinks call it (with `cond` held) on a batch the daemon polled while the tracker was at
-        ``generation``: a rebalance that ran between the poll and the submit already
-        abandoned those partitions, so their messages must not be delivered, and above all
-        not acknowledged, after the fact -- their new owner (maybe us again) re-reads them.
+        Sinks call it on every polled batch before taking it: a rebalance that ran between
+        the poll and the submit already abandoned the old claims' messages, which must not be
+        delivered, and above all not acknowledged, after the fact -- their new owner (maybe
+        us again, under a new claim) re-reads them from the committed offset.
         """
-        if generation is None or generation == self._generation:
+        revoked = self._revoked_upto
+        if not revoked:
             return messages
-        revoked_at = self._revoked_at
-        return [m for m in messages
-                if revoked_at.get((m.topic, m.broker_id, m.partition_id), -1) <= generation]
+        kept: list[MessageLike] | None = None
+        last_claim = -1
+        last_ok = True
+        for i, m in enumerate(messages):
+            claim = m.claim
+            if claim != last_claim:  # batches come in runs of one claim: one lookup per run
+                last_claim = claim
+                last_ok = claim > revoked.get((m.topic, m.broker_id, m.partition_id), -1)
+            if not last_ok:
+                if kept is None:
+                    kept = list(messages[:i])
+            elif kept is not None:
+                kept.append(m)
+        return messages if kept is None else kept
 
-    def acked(self, messages: Sequence[MessageLike], generation: int) -> None:
-        """Record that the sink acknowledged ``messages`` (in order) of a batch stamped
-        ``generation``.  Call with `cond` held; wakes every waiter."""
+    def acked(self, messages: Sequence[MessageLike]) -> None:
+        """Record that the sink acknowledged ``messages`` (in order per partition).
+
+        Call with `cond` held; wakes every waiter.  Stale messages are dropped (counted in
+        `abandoned_acks`)."""
         if not messages:
             return
-        acked = self._acked
-        if generation == self._generation or not self._revoked_at:
-            acked.update({(m.topic, m.broker_id, m.partition_id): m for m in messages})
-            self.acked_messages += len(messages)
-        else:
-            revoked_at = self._revoked_at
-            n = 0
-            for m in messages:
-                key = (m.topic, m.broker_id, m.partition_id)
-                if revoked_at.get(key, -1) > generation:
-                    self.abandoned_acks += 1
-                    continue
-                acked[key] = m
-                n += 1
-            self.acked_messages += n
+        kept = self.current(messages)
+        self.abandoned_acks += len(messages) - len(kept)
+        if kept:
+            self._acked.update({(m.topic, m.broker_id, m.partition_id): m for m in kept})
+            self.acked_messages += len(kept)
         self.cond.notify_all()
 
     def take(self) -> list[MessageLike]:
@@ -115,10 +120,14 @@ class AckTracker:
             return len(self._acked)
 
     def revoke(self, keys: Iterable[Key]) -> None:
-        """Abandon in-flight messages of ``keys``: their later acknowledgements are ignored."""
+        """Abandon the in-flight messages of every claim of ``keys`` existing now.
+
+        Called from the consumer's revocation listener, i.e. before the rebalance claims
+        anything new: later claims of the same partitions are not affected.
+        """
         with self.cond:
-            self._generation += 1
+            upto = self._latest_claim()
             for key in keys:
-                self._revoked_at[key] = self._generation
+                self._revoked_upto[key] = upto
                 self._acked.pop(key, None)
             self.cond.notify_all()

@@ -109,13 +109,31 @@ def test_batch_polled_before_a_rebalance_skips_revoked_partitions(tmp_path: Path
     sink.start()
     a = make_messages(3, partition=0, prefix="a")
     b = make_messages(2, partition=1, prefix="b")
-    polled_at = tracker.generation
+    x = make_messages(1, partition=0, prefix="x")
     tracker.revoke([("t", 0, 0)])
-    sink.submit(a + b, polled_at)
-    sink.submit(make_messages(1, partition=0, prefix="x"), polled_at)  # all revoked: no-op
+    sink.submit(a + b)
+    sink.submit(x)  # all revoked: no-op
     sink.close(1.0)
     assert out.read_bytes() == b"b0\nb1\n"
     assert tracker.take() == [b[-1]]
+
+
+def test_messages_of_a_new_claim_of_a_revoked_partition_are_written(tmp_path: Path) -> None:
+    # Issue 11, Defect 1: the member releases a partition and claims it back a few ms later
+    # (a session expiry of a lone member; a join with several streams).  The first batch of
+    # the new claim may be polled in the same loop iteration as the revocation ran; the
+    # consumer's position is already past it, so dropping it would lose it for good.
+    out = tmp_path / "out.txt"
+    tracker = AckTracker()
+    sink = FileSink(tracker, str(out), "lines")
+    sink.start()
+    old = make_messages(2, partition=0, prefix="old")
+    tracker.revoke([("t", 0, 0)])
+    new = make_messages(3, partition=0, prefix="new")  # the new claim, same partition
+    sink.submit(old + new)
+    sink.close(1.0)
+    assert out.read_bytes() == b"new0\nnew1\nnew2\n"
+    assert tracker.take() == [new[-1]]
 
 
 def test_full_disk_raises_and_acknowledges_nothing(tmp_path: Path) -> None:

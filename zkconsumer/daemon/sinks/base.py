@@ -2,7 +2,7 @@
 
 The main loop (one thread) polls the consumer and calls `Sink.submit` with each batch; a
 sink acknowledges messages -- now or later, from any thread -- by calling
-``tracker.acked(messages, generation)`` with ``tracker.cond`` held.  The daemon turns those
+``tracker.acked(messages)`` with ``tracker.cond`` held.  The daemon turns those
 acknowledgements into ``GroupConsumer.ack`` calls and commits them.
 
 Invariants every sink keeps:
@@ -12,10 +12,11 @@ Invariants every sink keeps:
   the file object, acknowledged by the child, returned from the handler);
 * `sync` makes everything acknowledged so far durable (the daemon calls it before every
   commit), so a crash after the commit cannot lose an acknowledged message;
-* a batch is filtered with ``AckTracker.current(batch, generation)`` under ``tracker.cond``
-  before it is stamped with the tracker's generation: a batch polled before a rebalance and
-  submitted after it must not smuggle messages of an abandoned partition in under the new
-  generation (acknowledged, they would move the offset past abandoned, unprocessed ones);
+* a batch is filtered with ``AckTracker.current(batch)`` under ``tracker.cond`` when it is
+  taken: a batch polled before a rebalance and submitted after it must not smuggle messages
+  of an abandoned claim in (acknowledged, they would move the offset past abandoned,
+  unprocessed ones), while messages of a new claim -- even of the same partition, even in
+  the same batch -- must be taken (the consumer's position is already past them);
 * `inflight` counts messages submitted and neither acknowledged nor dropped: the daemon
   polls only while it is below ``--max-in-flight`` (backpressure);
 * a sink that gives up on its own (not in a call from the daemon) sets `failure`;
@@ -55,12 +56,11 @@ class Sink:
     def start(self) -> None:
         """Open files / start threads and children.  Raises `SinkError`."""
 
-    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
+    def submit(self, batch: Sequence[MessageLike]) -> None:
         """Take a polled batch (main thread).  Must not block on user code.
 
-        ``generation`` is `AckTracker.generation` read *before* the batch was polled: with
-        `tracker.cond` held, drop the messages `AckTracker.current` rejects (a rebalance
-        revoked their partitions between the poll and this call).
+        With `tracker.cond` held, drop the messages `AckTracker.current` rejects (a rebalance
+        revoked their claim between the poll and this call); take every other one.
         """
         raise NotImplementedError
 

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 
 from zkconsumer.daemon.formats import MessageLike, encoder_for
 from zkconsumer.daemon.sinks.base import Sink
-from zkconsumer.daemon.tracker import AckTracker, key_of
+from zkconsumer.daemon.tracker import AckTracker
 from zkconsumer.errors import SinkError
 
 __all__ = ["ExecSink", "ProtocolViolation", "parse_acks"]
@@ -94,11 +94,10 @@ def parse_acks(lines: Sequence[bytes]) -> int:
 class _Sent:
     """Messages of one submitted batch written to the current child; ``start`` = acked."""
 
-    __slots__ = ("generation", "messages", "seq", "start")
+    __slots__ = ("messages", "seq", "start")
 
-    def __init__(self, messages: list[MessageLike], generation: int, seq: int) -> None:
+    def __init__(self, messages: list[MessageLike], seq: int) -> None:
         self.messages = messages
-        self.generation = generation
         self.seq = seq
         self.start = 0
 
@@ -166,12 +165,12 @@ class ExecSink(Sink):
                                             name="zkconsumer-exec-supervisor", daemon=True)
         self._supervisor.start()
 
-    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
+    def submit(self, batch: Sequence[MessageLike]) -> None:
         with self.tracker.cond:
-            messages = list(self.tracker.current(batch, generation))
+            messages = list(self.tracker.current(batch))
             if not messages:
                 return
-            sent = _Sent(messages, self.tracker.generation, self._seq)
+            sent = _Sent(messages, self._seq)
             self._seq += 1
             self._batches.append(sent)
             self._unacked += len(messages)
@@ -227,12 +226,9 @@ class ExecSink(Sink):
         with tracker.cond:
             keep: deque[_Sent] = deque()
             for old in self._batches:
-                messages = old.messages[old.start:]
-                if old.generation != tracker.generation:
-                    messages = [m for m in messages
-                                if tracker.is_current(key_of(m), old.generation)]
+                messages = list(tracker.current(old.messages[old.start:]))
                 if messages:
-                    keep.append(_Sent(messages, old.generation, old.seq))
+                    keep.append(_Sent(messages, old.seq))
             self._batches = keep
             self._unacked = sum(len(s.messages) for s in keep)
             try:
@@ -382,7 +378,7 @@ class ExecSink(Sink):
             while n:
                 sent = batches[0]
                 end = min(sent.start + n, len(sent.messages))
-                tracker.acked(sent.messages[sent.start:end], sent.generation)
+                tracker.acked(sent.messages[sent.start:end])
                 n -= end - sent.start
                 sent.start = end
                 if end == len(sent.messages):

@@ -97,11 +97,11 @@ class FileSink(Sink):
                     "bytes -- those messages were not committed and are written again",
                     self.path, size - keep, extra={"event": "output_repair"})
 
-    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
+    def submit(self, batch: Sequence[MessageLike]) -> None:
         data = self._encode(batch)
         tracker = self.tracker
         with tracker.cond:  # a rebalance may sync or a SIGHUP reopen from another thread
-            kept = tracker.current(batch, generation)
+            kept = tracker.current(batch)
             if len(kept) != len(batch):  # a rebalance ran since the poll (rare)
                 batch = kept
                 if not batch:
@@ -116,7 +116,7 @@ class FileSink(Sink):
                 self.errors += 1
                 raise SinkError(f"cannot write to {self.path!r}: {exc}") from exc
             self.bytes_written += len(data)
-            tracker.acked(batch, tracker.generation)
+            tracker.acked(batch)
 
     def _write_all(self, data: bytes) -> None:
         fd = self._fd

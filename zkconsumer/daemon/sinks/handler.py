@@ -73,13 +73,12 @@ def load_handler(spec: str) -> Handler:
 
 
 class _Partition:
-    __slots__ = ("attempts", "batch", "generation", "key", "last_error", "queue", "ready_at")
+    __slots__ = ("attempts", "batch", "key", "last_error", "queue", "ready_at")
 
     def __init__(self, key: Key) -> None:
         self.key = key
         self.queue: deque[MessageLike] = deque()
         self.batch: list[MessageLike] | None = None  # taken, not yet acknowledged
-        self.generation = 0
         self.attempts = 0  # failed calls of the current batch
         self.ready_at = 0.0
         self.last_error: BaseException | None = None
@@ -117,7 +116,7 @@ class HandlerSink(Sink):
                                         daemon=True)
         self._worker.start()
 
-    def submit(self, batch: Sequence[MessageLike], generation: int | None = None) -> None:
+    def submit(self, batch: Sequence[MessageLike]) -> None:
         if not batch:
             return
         groups: dict[Key, list[MessageLike]] = {}
@@ -129,10 +128,10 @@ class HandlerSink(Sink):
             group.append(m)
         tracker = self.tracker
         with tracker.cond:
-            stale = generation if generation != tracker.generation else None
             for key, group in groups.items():
-                if stale is not None and not tracker.is_current(key, stale):
-                    continue  # revoked between the poll and now (see Sink.submit)
+                group = list(tracker.current(group))  # see Sink.submit
+                if not group:
+                    continue
                 part = self._parts.get(key)
                 if part is None:
                     self._parts[key] = part = _Partition(key)
@@ -196,9 +195,8 @@ class HandlerSink(Sink):
                 if part.batch is None:
                     n = min(self._batch_size, len(part.queue))
                     part.batch = [part.queue.popleft() for _ in range(n)]
-                    part.generation = self.tracker.generation
                 self._last = part.key
-                batch, generation = part.batch, part.generation
+                batch = part.batch
                 dead_letter = (self._dead_letter if part.attempts > self._max_retries
                                else None)
                 self._calls_started += 1
@@ -223,7 +221,7 @@ class HandlerSink(Sink):
                                   "to %s after %d failed attempts", len(batch), *part.key,
                                   batch[0].offset, batch[-1].offset, dead_letter.description,
                                   part.attempts, extra={"event": "dead_letter"})
-                    self.tracker.acked(batch, generation)
+                    self.tracker.acked(batch)
                     self._inflight -= len(batch)
                     part.batch = None
                     part.attempts = 0
