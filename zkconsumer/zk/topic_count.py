@@ -145,6 +145,11 @@ class TopicCount:
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= INT_MAX:
             raise ConfigurationError(f"topic filter: number of streams must be >= 1: {n!r}")
         pattern = normalize_topic_filter(regex)
+        if not pattern:
+            # e.g. '""' (quotes are stripped) would register "*1*" (matching nothing) or "!1!"
+            # (matching everything): never what was meant.
+            raise ConfigurationError(f"topic filter: {regex!r} is empty once normalised "
+                                     "(quotes, spaces and commas removed)")
         try:
             re.compile(pattern)
         except re.error as exc:
