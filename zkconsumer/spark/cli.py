@@ -2,14 +2,18 @@
 
 Two sources::
 
-    zkconsumer export --zk ZK --topic T --to DIR [--from earliest|group:G|previous|FILE]
+    zkconsumer export --zk ZK --topic T --to OUT [--from earliest|group:G|previous|FILE]
                       [--until latest|FILE] [--format parquet|json] [--master local[*]]
-    zkconsumer export --log-dir LOGDIR --topic T --to DIR        # a (dead) broker's log.dir
+                      [--conf KEY=VALUE ...]
+    zkconsumer export --log-dir LOGDIR --topic T --to OUT [--skip-corrupt]   # a dead broker
 
-It prints a progress line on stderr (only when stderr is a terminal, or with ``--progress``)
-and ends with a summary: rows, log bytes, partitions, time (and the JVM start-up separately).
-The end offsets go to ``DIR/_zkconsumer_offsets.json``; ``--from previous`` continues there.
-pyspark is imported only when the command runs, so ``zkconsumer --help`` works without it.
+``OUT`` (and an offsets ``FILE``) is anything Spark can write: a path, ``file://``,
+``hdfs://``, ``s3a://``...  It prints a progress line on stderr (only when stderr is a terminal,
+or with ``--progress``) and ends with a summary: rows, log bytes, partitions, time (and the JVM
+start-up separately), then one line per range the executors skipped (torn tails, corruption
+skipped with ``--skip-corrupt``).  The end offsets go to ``OUT/_zkconsumer_offsets.json``;
+``--from previous`` continues there.  pyspark is imported only when the command runs, so
+``zkconsumer --help`` works without it.
 """
 
 from __future__ import annotations
@@ -17,25 +21,33 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from typing import Any
 
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.properties import parse_settings
 
 HELP = "export a Kafka 0.7 topic (live cluster or log directory) to Parquet/JSON with Spark"
 
 
 EPILOG = """\
 Offsets are 0.7 byte positions.  --from / --until FILE: a JSON offsets file as written to
-DIR/_zkconsumer_offsets.json (or by `offsets export --format json`).  Rows: topic, broker_id,
-partition, offset, next_offset, value.  Needs pyspark (pip install 'zkconsumer[spark]').
+OUT/_zkconsumer_offsets.json (or by `offsets export --format json`), read through the same
+Hadoop filesystem as OUT.  Rows: topic, broker_id, partition, offset, next_offset, value.
+OUT is a path or any URI Spark writes (file://, hdfs://, s3a://); on a multi-host cluster it
+must be a filesystem every executor and the driver share (see docs/spark.md).
+Needs pyspark (pip install 'zkconsumer[spark]').
 
 examples:
   zkconsumer export --zk zk1:2181/kafka --topic orders --to /data/orders
   zkconsumer export --zk zk1:2181/kafka --topic orders --to /data/orders --from previous
   zkconsumer export --zk zk1:2181/kafka --pattern 'logs-.*' --to /data/logs --format json
+  zkconsumer export --zk zk1:2181/kafka --topic orders --to hdfs://nn:8020/m/orders \\
+      --master spark://spark1:7077 --conf spark.executor.memory=4g
   zkconsumer export --log-dir /mnt/broker3/kafka-logs --topic orders --broker-id 3 --to /data/b3
+  zkconsumer export --log-dir /mnt/broker3/kafka-logs --to /data/b3 --skip-corrupt
 
-exit status: 0 exported, 1 error (unknown topic, unreadable offsets file, Spark failure), 2 usage
+exit status: 0 exported (skipped ranges, if any, are listed), 1 error (unknown topic,
+unreadable offsets file, a corrupt segment without --skip-corrupt, Spark failure), 2 usage
 """
 
 
@@ -51,17 +63,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topic", help="topic name or comma list (this or --pattern; "
                                         "--log-dir: default every topic)")
     parser.add_argument("--pattern", metavar="REGEX", help="topic regex instead of --topic")
-    parser.add_argument("--to", required=True, metavar="DIR",
-                        help="output directory (files are added; created if missing)")
+    parser.add_argument("--to", required=True, metavar="OUT",
+                        help="output directory, a path or a URI such as file:///data/o or "
+                             "hdfs://nn/o (files are added; created if missing)")
     parser.add_argument("--format", choices=["parquet", "json"], default="parquet",
                         help="output format (default parquet)")
     parser.add_argument("--from", dest="start", default="earliest",
                         metavar="earliest|group:G|previous|FILE",
                         help="where to start (default earliest; group:G = group G's committed "
-                             "offsets; previous = DIR/_zkconsumer_offsets.json)")
+                             "offsets; previous = OUT/_zkconsumer_offsets.json)")
     parser.add_argument("--until", default="latest", metavar="latest|FILE",
                         help="where to stop (default: the latest offsets at start)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the session, e.g. spark.executor.memory=4g "
+                             "(repeatable)")
+    parser.add_argument("--skip-corrupt", action="store_true",
+                        help="--log-dir: on a corrupt message, skip the rest of that segment "
+                             "file and report it, instead of failing")
     parser.add_argument("--max-split-bytes", type=int, metavar="N",
                         help="merge segments into Spark tasks of up to N bytes")
     parser.add_argument("--num-partitions", type=int, metavar="N",
@@ -73,23 +92,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="show the progress line even when stderr is not a terminal")
 
 
-def _offsets_arg(value: str, out_dir: str, flag: str) -> str:
+def _offsets_arg(spark: Any, value: str, out: str, flag: str) -> str:
     """earliest/latest/group:G pass through; previous/FILE become offsets JSON."""
-    from zkconsumer.spark.export import OFFSETS_FILE, load_offsets_file
+    from zkconsumer.spark.export import OFFSETS_FILE, load_offsets
+    from zkconsumer.spark.hadoopfs import OutputDir
 
     if value in ("earliest", "latest") or value.startswith("group:"):
         return value
-    path = str(Path(out_dir) / OFFSETS_FILE) if value == "previous" else value
-    if not Path(path).exists():
-        raise ConfigurationError(f"{flag} {value}: {path} does not exist")
-    return json.dumps(load_offsets_file(path))
+    location = OutputDir(spark, out).child(OFFSETS_FILE) if value == "previous" else value
+    return json.dumps(load_offsets(spark, location, flag))
 
 
 def build_options(args: argparse.Namespace) -> dict[str, str]:
-    """The ``kafka07`` options for the CLI flags (validated later by the source's parser)."""
+    """The ``kafka07`` options for the CLI flags, offsets aside (see `main`)."""
     if not args.log_dir and not args.topic and not args.pattern:
         raise ConfigurationError("give --topic T[,T2...] or --pattern REGEX (only --log-dir "
                                  "exports every topic by default)")
+    if args.skip_corrupt and not args.log_dir:
+        raise ConfigurationError("--skip-corrupt applies to --log-dir exports (a broker "
+                                 "checks every message when it is written)")
     options: dict[str, str] = {}
     if args.zk:
         options["zookeeper.connect"] = args.zk
@@ -103,20 +124,33 @@ def build_options(args: argparse.Namespace) -> dict[str, str]:
         value = getattr(args, flag)
         if value is not None:
             options[key] = str(value)
-    options["startingOffsets"] = _offsets_arg(args.start, args.to, "--from")
-    options["endingOffsets"] = _offsets_arg(args.until, args.to, "--until")
+    if args.skip_corrupt:
+        options["skipCorrupt"] = "true"
     return options
 
 
 def main(args: argparse.Namespace) -> int:
     from zkconsumer.spark.export import run_export
+    from zkconsumer.spark.session import build_session
 
     options = build_options(args)
-    result = run_export(options, args.to, fmt=args.format, master=args.master,
+    conf = parse_settings(args.conf, "--conf")
+    spark, startup = build_session(args.master, app_name="zkconsumer-export", conf=conf)
+    # Offsets files are read through Spark's filesystem (a URI works), so after the session.
+    options["startingOffsets"] = _offsets_arg(spark, args.start, args.to, "--from")
+    options["endingOffsets"] = _offsets_arg(spark, args.until, args.to, "--until")
+    result = run_export(options, args.to, fmt=args.format, spark=spark,
                         progress=args.progress or sys.stderr.isatty())
-    rate = result.rows / result.seconds if result.seconds else 0.0
+    result.startup_seconds = startup
+    total = startup + result.seconds
+    rate = result.rows / total if total else 0.0
     print(f"exported {result.rows} rows ({result.bytes} log bytes) from {result.partitions} "
-          f"partitions to {args.to} in {result.seconds:.1f}s "
-          f"(Spark start-up {result.startup_seconds:.1f}s; {rate:.0f} rows/s overall); "
-          f"offsets recorded in {Path(args.to) / '_zkconsumer_offsets.json'}")
+          f"partitions to {result.output} in {total:.1f}s "
+          f"(Spark start-up {startup:.1f}s; {rate:.0f} rows/s overall); "
+          f"offsets recorded in {result.record}")
+    if result.skipped:
+        print(f"skipped {len(result.skipped)} ranges, "
+              f"{sum(s.bytes for s in result.skipped)} log bytes not exported:")
+        for skipped in result.skipped:
+            print(f"  {skipped.describe()}")
     return 0

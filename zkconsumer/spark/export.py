@@ -2,46 +2,53 @@
 
 Job: the migration pipeline behind ``zkconsumer export``.  The plan -- every partition's start
 and end byte offset -- is computed *here, in the driver*, and handed to the ``kafka07`` source
-as explicit ``startingOffsets`` / ``endingOffsets`` JSON, so the export knows exactly where it
-stopped without asking Spark.  After the Spark job succeeded, the end offsets it *reached* are
-written to ``<DIR>/_zkconsumer_offsets.json`` (atomically: temp file + rename; Spark readers
-ignore files starting with ``_``); the next export continues from there with ``--from previous``.
-If the job fails, the file is not updated, so a rerun repeats the failed range (the output may
-then hold part of it twice: append-only sinks cannot be rolled back either).
+as explicit ``startingOffsets`` / ``endingOffsets`` JSON.  Every task of the read reports what
+it read (rows, the largest ``next_offset``, what it skipped) through a Spark accumulator
+(`zkconsumer.spark.report`), in the same job that writes the output: nothing is read twice,
+and it works for any output location and any number of executors.
+
+After the Spark job succeeded, the end offsets it *reached* are written to
+``<OUT>/_zkconsumer_offsets.json`` through the Hadoop filesystem Spark wrote the data with
+(`zkconsumer.spark.hadoopfs`: local paths, ``file://``, ``hdfs://``, ``s3a://``...; atomically:
+temp file + rename; Spark readers ignore files starting with ``_``); the next export continues
+from there with ``--from previous``.  If the job fails, the record is not updated, so a rerun
+repeats the failed range (the output may then hold part of it twice: append-only sinks cannot
+be rolled back either).
 
 Invariant: a recorded end offset is always a message boundary -- the largest ``next_offset``
-of the partition's rows in the files this run added (for a compressed wrapper: the wrapper's
-end), or the start offset when no row was exported.  It is NOT the planned end, which may be
-inside a message: a log directory's torn tail (its bytes are planned but not read) or an
-``endingOffsets`` value inside a message (that message is read whole: it starts before the end).
-So consecutive exports have no gap and no duplicate.
+of the partition's rows this run read (for a compressed wrapper: the wrapper's end), or the
+start offset when no row was read.  It is NOT the planned end, which may be inside a message:
+a log directory's torn tail (its bytes are planned but not read) or an ``endingOffsets`` value
+inside a message (that message is read whole: it starts before the end).  So consecutive
+exports have no gap and no duplicate.  Bytes skipped as corrupt (``skip_corrupt``) or missing
+are *behind* the recorded offsets when later rows of the partition were read: they are listed
+in the result and in the record (``skipped``), never silently passed over.
 
-Output goes to ``<DIR>`` in append mode: every export adds part files.  The summary counts the
-rows of the files this run added (Parquet footers, JSON lines), not what Spark reports, and
-takes the reached end offsets from the same files (Parquet row-group statistics when a row
-group holds one partition, else its four key columns; JSON: every line).
+A corrupt segment without ``skip_corrupt`` (or any other error raised by our code in an
+executor) fails the Spark job; `run_export` turns Spark's page of JVM and Python traces into one
+`ZkConsumerError` line carrying the executor's message (file and position for a segment).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
+import re
 import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 from zkconsumer.errors import ConfigurationError, ZkConsumerError
-from zkconsumer.spark import FORMAT_NAME
+from zkconsumer.spark import FORMAT_NAME, register
+from zkconsumer.spark.hadoopfs import OutputDir, read_text
 from zkconsumer.spark.options import Offsets, ReadOptions, parse_read_options
 from zkconsumer.spark.planning import Cluster, plan_cluster_read, plan_logdir_read
+from zkconsumer.spark.report import Skipped, collecting, summarize
 
-__all__ = ["OFFSETS_FILE", "ExportResult", "load_offsets_file", "plan_export", "reached_offsets",
-           "run_export"]
+__all__ = ["OFFSETS_FILE", "ExportResult", "load_offsets", "plan_export", "run_export"]
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +65,31 @@ class ExportResult:
     partitions: int = 0
     seconds: float = 0.0
     startup_seconds: float = 0.0
-    output_bytes: int = 0
     start: Offsets = field(default_factory=dict)
     end: Offsets = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
+    #: The qualified output location (a URI) and the record's URI inside it.
+    output: str = ""
+    record: str = ""
+    #: Ranges the executors did not export: torn tails, skipped corruption, shrunken files.
+    skipped: list[Skipped] = field(default_factory=list)
 
 
-def load_offsets_file(path: str) -> Offsets:
-    """End offsets of a previous export, or a plain ``{"topic": {"B-P": n}}`` JSON file."""
+def load_offsets(spark: Any, location: str, flag: str = "--from") -> Offsets:
+    """End offsets of a previous export's record, or a plain ``{"topic": {"B-P": n}}`` file.
+
+    ``location`` is read like the output: a path or URI on the Hadoop filesystem of ``spark``.
+    """
+    text = read_text(spark, location)
+    if text is None:
+        raise ConfigurationError(f"{flag}: {location} does not exist")
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"--from {path}: cannot read offsets: {exc}") from exc
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"{flag} {location}: cannot read offsets: {exc}") from exc
     offsets = doc.get("offsets", doc) if isinstance(doc, dict) else None
     if not isinstance(offsets, dict):
-        raise ConfigurationError(f"--from {path}: expected {{\"offsets\": {{topic: {{B-P: n}}}}}}")
+        raise ConfigurationError(f"{flag} {location}: expected "
+                                 f"{{\"offsets\": {{topic: {{B-P: n}}}}}}")
     return offsets
 
 
@@ -87,97 +104,20 @@ def plan_export(options: Mapping[str, str]) -> tuple[ReadOptions, Offsets, Offse
     return opts, plan.start, plan.end, plan.bytes
 
 
-#: (topic, broker_id, partition) of an output row -> the largest next_offset seen.
-_Ends = dict[tuple[str, int | None, int], int]
-_KEY_COLUMNS = ("topic", "broker_id", "partition")
+#: The last line of a Python traceback raised by our code in an executor, as Spark relays it.
+_EXECUTOR_ERROR = re.compile(r"^(?:zkconsumer\.errors\.)(\w+): (.+)$", re.MULTILINE)
 
 
-def _fold(ends: _Ends, key: tuple[str, int | None, int], next_offset: int) -> None:
-    if next_offset > ends.get(key, -1):
-        ends[key] = next_offset
-
-
-def _uniform(column: Any, num_rows: int) -> tuple[bool, Any]:
-    """(True, value) when a row group's statistics prove every row has that one value."""
-    stats = column.statistics
-    if stats is None:
-        return False, None
-    if stats.null_count == num_rows:
-        return True, None
-    if stats.has_min_max and stats.null_count == 0 and stats.min == stats.max:
-        return True, stats.min
-    return False, None
-
-
-def _scan_parquet(path: Path, ends: _Ends) -> int:
-    import pyarrow.parquet as pq
-
-    pf = pq.ParquetFile(str(path))
-    meta = pf.metadata
-    index = {meta.schema.column(j).name: j for j in range(meta.num_columns)}
-    for i in range(meta.num_row_groups):
-        rg = meta.row_group(i)
-        if rg.num_rows == 0:
-            continue
-        keys = [_uniform(rg.column(index[c]), rg.num_rows) for c in _KEY_COLUMNS]
-        nxt = rg.column(index["next_offset"]).statistics
-        if all(ok for ok, _ in keys) and nxt is not None and nxt.has_min_max \
-                and keys[0][1] is not None and keys[2][1] is not None:
-            _fold(ends, (keys[0][1], keys[1][1], keys[2][1]), nxt.max)
-            continue
-        table = pf.read_row_group(i, columns=[*_KEY_COLUMNS, "next_offset"])
-        grouped = table.group_by(list(_KEY_COLUMNS), use_threads=False) \
-            .aggregate([("next_offset", "max")])
-        for row in grouped.to_pylist():
-            _fold(ends, (row["topic"], row["broker_id"], row["partition"]),
-                  row["next_offset_max"])
-    return int(meta.num_rows)
-
-
-def _scan_json(path: Path, ends: _Ends) -> int:
-    rows = 0
-    with open(path, "rb") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            rows += 1
-            _fold(ends, (row["topic"], row.get("broker_id"), row["partition"]),
-                  row["next_offset"])
-    return rows
-
-
-def _scan_output(files: list[Path], fmt: str) -> tuple[int, _Ends]:
-    """Rows in the files this run added, and the largest next_offset of every partition."""
-    ends: _Ends = {}
-    rows = sum((_scan_parquet if fmt == "parquet" else _scan_json)(f, ends) for f in files)
-    return rows, ends
-
-
-def reached_offsets(start: Offsets, planned_end: Offsets, ends: _Ends) -> Offsets:
-    """Per planned partition: where the next export must start (always a message boundary).
-
-    The largest exported ``next_offset`` of the partition, else (nothing read) its start.  A
-    row of a partition that is not in the plan means the output does not match the plan.
-    """
-    reached: Offsets = {t: dict(parts) for t, parts in start.items()}
-    for (topic, broker_id, partition), next_offset in ends.items():
-        key = str(partition) if broker_id is None else f"{broker_id}-{partition}"
-        planned = planned_end.get(topic, {}).get(key)
-        if planned is None:
-            raise ZkConsumerError(f"the export wrote rows of {topic}/{key}, which is not "
-                                  f"in its plan")
-        if next_offset < reached[topic][key]:
-            raise ZkConsumerError(f"the export of {topic}/{key} ended at {next_offset}, "
-                                  f"before its start {reached[topic][key]}")
-        reached[topic][key] = next_offset
-    return reached
-
-
-def _data_files(out: Path) -> set[Path]:
-    if not out.exists():
-        return set()
-    return {p for p in out.rglob("*") if p.is_file() and not p.name.startswith(("_", "."))}
+def executor_error(exc: BaseException) -> ZkConsumerError | None:
+    """Our error inside a failed Spark job's exception text, as one line; None if none."""
+    found = _EXECUTOR_ERROR.findall(str(exc))
+    if not found:
+        return None
+    name, message = found[-1]
+    if name == "CorruptSegmentError":
+        return ZkConsumerError(f"corrupt log segment: {message.strip()} (--skip-corrupt skips "
+                               f"the rest of the file, and reports it)")
+    return ZkConsumerError(f"the Spark job failed: {name}: {message.strip()}")
 
 
 class _Progress(threading.Thread):
@@ -212,22 +152,30 @@ class _Progress(threading.Thread):
 
 
 def run_export(options: dict[str, str], out_dir: str, *, fmt: str = "parquet",
-               master: str = "local[*]", progress: bool = False,
-               spark: Any = None) -> ExportResult:
-    """Plan, read with the ``kafka07`` source, write ``fmt`` into ``out_dir``, record offsets."""
+               master: str = "local[*]", progress: bool = False, spark: Any = None,
+               conf: dict[str, str] | None = None) -> ExportResult:
+    """Plan, read with the ``kafka07`` source, append ``fmt`` to ``out_dir``, record offsets.
+
+    ``out_dir`` is any location Spark can write (a path or a URI); ``spark`` an existing
+    session, else one is built for ``master`` with the extra Spark ``conf``.
+    """
     if fmt not in ("parquet", "json"):
         raise ConfigurationError(f"--format must be parquet or json, not {fmt!r}")
     started = time.monotonic()
     opts, start, end, nbytes = plan_export(options)
     result = ExportResult(bytes=nbytes, start=start, end=end,
                           partitions=sum(len(p) for p in end.values()))
-    out = Path(out_dir)
-    before = _data_files(out)
-    if nbytes > 0:
-        if spark is None:
-            from zkconsumer.spark.session import build_session
+    if spark is None:
+        from zkconsumer.spark.session import build_session
 
-            spark, result.startup_seconds = build_session(master, app_name="zkconsumer-export")
+        spark, result.startup_seconds = build_session(master, app_name="zkconsumer-export",
+                                                      conf=conf)
+    out = OutputDir(spark, out_dir)
+    result.output, result.record = out.uri, out.child(OFFSETS_FILE)
+    reached: Offsets = {t: dict(parts) for t, parts in start.items()}
+    if nbytes > 0:
+        # Only a source registered from this driver gets the accumulator (report.py).
+        register(spark)
         reader = spark.read.format(FORMAT_NAME).options(**options)
         reader = reader.option("startingOffsets", json.dumps(start)) \
                        .option("endingOffsets", json.dumps(end))
@@ -235,25 +183,28 @@ def run_export(options: dict[str, str], out_dir: str, *, fmt: str = "parquet",
         if ticker is not None:
             ticker.start()
         try:
-            reader.load().write.mode("append").format(fmt).save(str(out))
+            with collecting(spark) as reports:
+                try:
+                    reader.load().write.mode("append").format(fmt).save(out.uri)
+                except Exception as exc:
+                    mine = executor_error(exc)
+                    if mine is None:
+                        raise
+                    raise mine from exc
         finally:
             if ticker is not None:
                 ticker.stop()
-    new_files = sorted(_data_files(out) - before)
-    result.files = [str(f) for f in new_files]
-    result.rows, ends = _scan_output(new_files, fmt)
+        summary = summarize(reports.value, start, end)
+        result.rows, reached, result.skipped = summary.rows, summary.reached, summary.skipped
     # Not the planned `end`: that may lie inside a message (torn tail, endingOffsets).
-    result.end = end = reached_offsets(start, end, ends)
-    result.bytes = nbytes = sum(end[t][k] - s for t, parts in start.items()
+    result.end = reached
+    result.bytes = nbytes = sum(reached[t][k] - s for t, parts in start.items()
                                 for k, s in parts.items())
-    result.output_bytes = sum(f.stat().st_size for f in new_files)
-    out.mkdir(parents=True, exist_ok=True)
     record = {"version": FORMAT_VERSION, "source": opts.source,
-              "topics": sorted(end), "format": fmt, "start": start, "offsets": end,
+              "topics": sorted(reached), "format": fmt, "start": start, "offsets": reached,
               "rows": result.rows, "bytes": nbytes,
+              "skipped": [s._asdict() for s in result.skipped],
               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    tmp = out / f".{OFFSETS_FILE}.tmp"
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, out / OFFSETS_FILE)
+    out.write_text(OFFSETS_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
     result.seconds = time.monotonic() - started
     return result

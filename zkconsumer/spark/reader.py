@@ -8,6 +8,9 @@ so adjacent ranges never share or lose a row.
 
 `read_segment_range` does the same over one segment file with the log-directory reader.
 
+Both end by reporting what they read (`zkconsumer.spark.report.report_range`: rows, the
+largest ``next_offset``, torn tails and skipped ranges) to the export that runs them, if any.
+
 Both yield only non-empty batches of `zkconsumer.spark.arrow.ARROW_SCHEMA`.  Spark's
 data-source API requires that a ``read()`` produce either batches or tuples, never a mix,
 and an empty range simply yields nothing.
@@ -22,9 +25,10 @@ import pyarrow as pa
 
 from zkconsumer.client import SimpleConsumer
 from zkconsumer.errors import OffsetOutOfRangeError
-from zkconsumer.migrate.logdir import ReadStats, Segment, iter_segment_chunks
+from zkconsumer.migrate.logdir import ReadIssue, ReadStats, Segment, iter_segment_chunks
 from zkconsumer.spark.arrow import messages_to_batch
 from zkconsumer.spark.planning import LogRange, SegmentRange
+from zkconsumer.spark.report import RangeReport, report_range
 
 __all__ = ["iter_range_messages", "read_log_range", "read_segment_range"]
 
@@ -55,20 +59,40 @@ def read_log_range(r: LogRange, *, fetch_size: int = 1024 * 1024,
                    max_fetch_size: int = 64 * 1024 * 1024,
                    socket_timeout: float = 30.0) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the messages of one `LogRange`, fetched from its broker."""
+    rows, reached = 0, None
     with SimpleConsumer(r.host, r.port, socket_timeout=socket_timeout, fetch_size=fetch_size,
                         max_fetch_size=max(max_fetch_size, fetch_size)) as consumer:
         for messages in iter_range_messages(consumer, r):
+            rows += len(messages)
+            reached = messages[-1][1]  # offsets grow: the last row has the largest next_offset
             yield messages_to_batch(r.topic, r.broker_id, r.partition, messages)
+    report_range(RangeReport(r.topic, r.broker_id, r.partition, r.start, r.end, rows, reached))
 
 
 def read_segment_range(r: SegmentRange, *, skip_corrupt: bool = False) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of one segment file's ``[start, end)`` (torn tails are logged, skipped)."""
+    """Arrow batches of one segment file's ``[start, end)``; torn tails and skips are reported.
+
+    A file that ends before the planned ``end`` without a torn tail or corruption to explain
+    it (it shrank since planning: truncated, replaced) is reported as a ``gap``: those bytes
+    are not exported, and the next segment's rows would otherwise hide the hole.
+    """
     segment = Segment(r.path, r.segment_start, r.end - r.segment_start)
     stats = ReadStats()
+    reached = None
     for messages in iter_segment_chunks(segment, start=r.start, end=r.end, last=r.last,
                                         on_corrupt="skip" if skip_corrupt else "raise",
                                         stats=stats):
+        reached = messages[-1][1]
         yield messages_to_batch(r.topic, r.broker_id, r.partition, messages)
+    stopped = r.start if stats.next_offset is None else stats.next_offset
+    if stopped < r.end and not stats.issues:
+        position = stopped - r.segment_start
+        stats.issues.append(ReadIssue(
+            "gap", r.path, position, stopped,
+            f"the file ends at position {position}, {r.end - stopped} bytes before the "
+            f"planned end {r.end}"))
     for issue in stats.issues:
         log.warning("%s %s at position %d: %s", issue.kind, issue.path, issue.position,
                     issue.detail)
+    report_range(RangeReport(r.topic, r.broker_id, r.partition, r.start, r.end, stats.messages,
+                             reached, tuple(stats.issues)))

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from kafka07_data import ProducedCluster, Row, collect_rows, fill
 
@@ -122,29 +121,29 @@ def test_until_inside_a_message_records_its_end_and_resume_has_no_gap(
     assert collect_rows(spark.read.parquet(str(out))) == rows  # no gap, no duplicate
 
 
-def test_reached_offsets_come_from_the_output_files(tmp_path: Path) -> None:
-    import pyarrow.parquet as pq
-
+def test_reached_offsets_and_skipped_ranges_come_from_the_task_reports() -> None:
     from zkconsumer.errors import ZkConsumerError
-    from zkconsumer.spark.arrow import messages_to_batch
-    from zkconsumer.spark.export import _scan_output, reached_offsets
+    from zkconsumer.migrate.logdir import ReadIssue
+    from zkconsumer.spark.report import RangeReport, ReportParam, summarize
 
-    mixed = pa.Table.from_batches([  # one row group, two partitions: no usable statistics
-        messages_to_batch("t", 0, 0, [(0, 10, b"a"), (10, 20, b"b")]),
-        messages_to_batch("t", 0, 1, [(0, 7, b"c")])])
-    pq.write_table(mixed, tmp_path / "mixed.parquet")
-    single = pa.Table.from_batches([messages_to_batch("u", None, 2, [(5, 9, b"d")])])
-    pq.write_table(single, tmp_path / "single.parquet")  # statistics: null broker_id
-    (tmp_path / "rows.json").write_text('{"topic":"t","broker_id":0,"partition":1,"offset":7,'
-                                        '"next_offset":30,"value":"ZQ=="}\n')
-    rows, ends = _scan_output([tmp_path / "mixed.parquet", tmp_path / "single.parquet"],
-                              "parquet")
-    assert rows == 4
-    assert ends == {("t", 0, 0): 20, ("t", 0, 1): 7, ("u", None, 2): 9}
-    assert _scan_output([tmp_path / "rows.json"], "json") == (1, {("t", 0, 1): 30})
+    torn = ReadIssue("torn-tail", "/l/t-1/00000000000000000000.kafka", 290, 290, "10 bytes")
+    reports = [RangeReport("t", 0, 0, 0, 300, 2, 20),  # stopped early: inside a message
+               RangeReport("t", 0, 0, 300, 600, 3, 590),
+               RangeReport("t", 0, 1, 0, 300, 1, 7, (torn,)),
+               RangeReport("t", 0, 2, 4, 8, 0, None),  # nothing read: stays at start
+               RangeReport("u", None, 2, 5, 12, 1, 9)]
+    merged = ReportParam().zero({})
+    for r in [*reports, reports[1]]:  # a task run twice reports the same range twice
+        merged = ReportParam().addInPlace(merged, {r.key: r})
     start = {"t": {"0-0": 0, "0-1": 0, "0-2": 4}, "u": {"2": 5}}
-    planned = {"t": {"0-0": 25, "0-1": 9, "0-2": 8}, "u": {"2": 12}}
-    assert reached_offsets(start, planned, ends) == {  # 0-2: nothing read, stays at start
-        "t": {"0-0": 20, "0-1": 7, "0-2": 4}, "u": {"2": 9}}
+    planned = {"t": {"0-0": 600, "0-1": 300, "0-2": 8}, "u": {"2": 12}}
+    summary = summarize(merged, start, planned)
+    assert summary.rows == 7
+    assert summary.reached == {"t": {"0-0": 590, "0-1": 7, "0-2": 4}, "u": {"2": 9}}
+    assert [(s.kind, s.partition, s.position, s.bytes) for s in summary.skipped] == [
+        ("torn-tail", "0-1", 290, 10)]  # the bytes from the issue to the range's end
     with pytest.raises(ZkConsumerError, match="not in its plan"):
-        reached_offsets({"t": {"0-0": 0}}, {"t": {"0-0": 25}}, ends)
+        summarize(merged, {"t": {"0-0": 0}}, {"t": {"0-0": 600}})
+    del merged[reports[1].key]  # a range nobody reported: the resume point is unknown
+    with pytest.raises(ZkConsumerError, match=r"t/0-0 from offset 300 \(planned: 0..600\)"):
+        summarize(merged, start, planned)
