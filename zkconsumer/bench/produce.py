@@ -14,7 +14,12 @@ Cases (``produce <mode> <codec> <size>: N msg/s (M MB/s)``, MB = 10**6 payload b
 * ``async-confirm`` none -- the same with confirmed produce (one round trip per batch);
 * ``sync`` none and ``sync-confirm`` none -- ``send()`` delivers before returning;
 * ``async x1``, ``sync x1``, ``sync-confirm x1`` none 100B -- one message per ``send()`` (the
-  sync ones pay one request, and with confirm one round trip, per message).
+  sync ones pay one request, and with confirm one round trip, per message);
+* ``async x1 b200`` and ``sync x200`` none 100B -- the settings of Scala's 0.7.2
+  ProducerPerformance (1 partition, ``batch.size`` 200, ``queue.size`` 10000, a blocking
+  queue): one message per ``send()`` in async mode, 200 per ``send()`` in sync mode.  They
+  print the figures Scala's tool reached on this machine against real 0.7.2 brokers (issue 14)
+  beside ours, and always send the full ``--mb`` (a short run would mostly time start-up).
 
 On a machine where the brokers cannot ingest as fast as the producer sends, the figure is the
 brokers' (the producer blocks on TCP back-pressure); ``--verbose`` also prints when the last
@@ -42,17 +47,22 @@ from zkconsumer.protocol import Compression
 HELP = "end-to-end Producer throughput against dev brokers (async/sync, none/gzip/snappy)"
 
 SIZES = {"100B": 100, "1KiB": 1024}
-#: (mode, codec, size label, messages per send); the default case list.
-CASES: tuple[tuple[str, str, str, int | None], ...] = (
-    ("async", "none", "100B", None), ("async", "none", "1KiB", None),
-    ("async", "gzip", "100B", None), ("async", "gzip", "1KiB", None),
-    ("async", "snappy", "100B", None), ("async", "snappy", "1KiB", None),
-    ("async-confirm", "none", "100B", None), ("async-confirm", "none", "1KiB", None),
-    ("sync", "none", "100B", None), ("sync", "none", "1KiB", None),
-    ("sync-confirm", "none", "100B", None), ("sync-confirm", "none", "1KiB", None),
-    ("async", "none", "100B", 1), ("sync", "none", "100B", 1),
-    ("sync-confirm", "none", "100B", 1),
+#: (mode, codec, size label, messages per send, batch.size); the default case list.  None
+#: means the ``--send-batch`` / ``--batch-size`` option.
+CASES: tuple[tuple[str, str, str, int | None, int | None], ...] = (
+    ("async", "none", "100B", None, None), ("async", "none", "1KiB", None, None),
+    ("async", "gzip", "100B", None, None), ("async", "gzip", "1KiB", None, None),
+    ("async", "snappy", "100B", None, None), ("async", "snappy", "1KiB", None, None),
+    ("async-confirm", "none", "100B", None, None), ("async-confirm", "none", "1KiB", None, None),
+    ("sync", "none", "100B", None, None), ("sync", "none", "1KiB", None, None),
+    ("sync-confirm", "none", "100B", None, None), ("sync-confirm", "none", "1KiB", None, None),
+    ("async", "none", "100B", 1, None), ("sync", "none", "100B", 1, None),
+    ("sync-confirm", "none", "100B", 1, None),
+    ("async", "none", "100B", 1, 200), ("sync", "none", "100B", 200, 200),
 )
+
+#: Scala 0.7.2 ProducerPerformance on this machine, same broker settings (issue 14).
+SCALA_REFERENCE = {("async", 1): "1.1-1.4 M msg/s", ("sync", 200): "1.4-1.6 M msg/s"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +84,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="only this codec (repeatable)")
     parser.add_argument("--size", action="append", choices=list(SIZES),
                         help="only this payload size (repeatable)")
+    parser.add_argument("--reference", action="store_true",
+                        help="only the two cases with Scala ProducerPerformance's settings "
+                             "(async x1 b200, sync x200)")
     parser.add_argument("--sink", action="store_true",
                         help="send to a discarding TCP sink instead of dev brokers (measures "
                              "the producer alone; unconfirmed modes only)")
@@ -131,7 +144,8 @@ def _appended(brokers: list[Any], topic: str) -> int:
 
 
 def run_case(brokers: list[Any], mode: str, codec: str, size: int, *, total_mb: float,
-             send_batch: int, batch_size: int, topic: str) -> dict[str, float]:
+             send_batch: int, batch_size: int, topic: str,
+             queue_size: int | None = None) -> dict[str, float]:
     payloads = _payloads(size)
     n_total = max(send_batch, int(total_mb * 1e6 / size))
     chunks = [payloads[i:i + send_batch] for i in range(0, len(payloads), send_batch)]
@@ -139,12 +153,18 @@ def run_case(brokers: list[Any], mode: str, codec: str, size: int, *, total_mb: 
     broker_list = ",".join(f"{b.broker_id}:{b.host}:{b.port}" for b in brokers)
     producer = Producer(broker_list=broker_list, producer_type=mode.split("-")[0],
                         confirm=mode.endswith("confirm"), compression_codec=Compression[
-                            codec.upper()], batch_size=batch_size, queue_size=4 * batch_size
-                        + send_batch, enqueue_timeout_ms=-1, partitioner="round-robin",
+                            codec.upper()], batch_size=batch_size,
+                        queue_size=queue_size or 4 * batch_size + send_batch,
+                        enqueue_timeout_ms=-1, partitioner="round-robin",
                         queue_time_ms=100)
     sent = 0
     start = time.perf_counter()
     i = 0
+    if send_batch == 1:  # one message per send(topic, payload), as applications call it
+        send = producer.send
+        sent = n_total
+        for j in range(n_total):
+            send(topic, payloads[j & 4095])
     while sent < n_total:
         chunk = chunks[i % len(chunks)]
         producer.send(topic, chunk)
@@ -169,7 +189,7 @@ def main(args: argparse.Namespace) -> int:
     cases = [c for c in CASES
              if (not args.mode or c[0] in args.mode) and (not args.codec or c[1] in args.codec)
              and (not args.size or c[2] in args.size)
-             and not (args.sink and "confirm" in c[0])]
+             and not (args.sink and "confirm" in c[0]) and (c[4] or not args.reference)]
     with tempfile.TemporaryDirectory(prefix="zkc-bench-produce-") as tmp:
         settings: dict[str, Any] = {
             "num_partitions": 1, "flush_interval": 10000, "flush_interval_ms": 50,
@@ -191,18 +211,23 @@ def main(args: argparse.Namespace) -> int:
             kind = "sink" if args.sink else "in-process" if args.in_process else "subprocess"
             print(f"# {len(brokers)} dev broker(s) ({kind}); {args.send_batch} messages per "
                   f"send(), batch.size {args.batch_size}", flush=True)
-            for n, (mode, codec, label, per_send) in enumerate(cases):
+            for n, (mode, codec, label, per_send, batch) in enumerate(cases):
                 send_batch = per_send or args.send_batch
-                mb = args.mb if per_send != 1 else args.mb / (
+                mb = args.mb if per_send != 1 or batch else args.mb / (
                     10 if mode == "async" else 200)  # sync x1: one request per message
                 r = run_case(brokers, mode, codec, SIZES[label], total_mb=mb,
-                             send_batch=send_batch, batch_size=args.batch_size,
-                             topic=f"bench-produce-{n}")
-                name = f"{mode} x1" if per_send == 1 else mode
+                             send_batch=send_batch, batch_size=batch or args.batch_size,
+                             topic=f"bench-produce-{n}", queue_size=10000 if batch else None)
+                name = mode if per_send is None else f"{mode} x{per_send}"
+                if batch:
+                    name += f" b{batch}" if per_send == 1 else ""
                 if args.sink:
                     name += " (sink)"
+                scala = SCALA_REFERENCE.get((mode, per_send or 0)) if batch else None
                 print(f"produce {name} {codec} {label}: {r['rate']:.0f} msg/s "
-                      f"({r['mbps']:.1f} MB/s)", flush=True)
+                      f"({r['mbps']:.1f} MB/s)"
+                      + (f"  [Scala 0.7.2 ProducerPerformance: {scala}]" if scala else ""),
+                      flush=True)
                 if args.verbose:
                     print(f"#   {r['messages']:.0f} messages, {r['requests']:.0f} requests; "
                           f"send() returned at {r['send_rate']:.0f} msg/s, close() at "

@@ -82,6 +82,7 @@ class Producer:
         self.stats = ProducerStats()
         self._on_error = on_error
         self._valid_topics: set[str] = set()
+        self._max_size = config.max_message_size
         self._closed = False
         self._failed_lock = threading.Lock()
         self._failed_since_flush: list[tuple[str, list[bytes]]] = []
@@ -104,6 +105,18 @@ class Producer:
     def send(self, topic: str, messages: bytes | Sequence[bytes],
              key: str | bytes | None = None) -> None:
         """Send one message (``bytes``) or several (a sequence) to ``topic``, one partition."""
+        queue = self._queue
+        if (queue is not None and type(messages) is bytes and topic in self._valid_topics
+                and len(messages) <= self._max_size
+                and (key is None or type(key) is str or type(key) is bytes)):
+            # The hot path of async mode (one message per call): every check of the general
+            # path below holds (a closed producer's queue refuses the put), so enqueue now.
+            try:
+                queue.put_one(topic, key, messages)
+            except QueueFullError:
+                self.stats.add(dropped=1)
+                raise
+            return
         if self._closed:
             raise ProducerError("producer is closed")
         if topic not in self._valid_topics:
@@ -131,7 +144,10 @@ class Producer:
                     messages=undelivered) from last
             return
         try:
-            self._queue.put(chunk)
+            if len(payloads) == 1:
+                self._queue.put_one(topic, key, payloads[0])
+            else:
+                self._queue.put(chunk)
         except QueueFullError:
             self.stats.add(dropped=len(payloads))
             raise

@@ -42,11 +42,12 @@ from zkconsumer.errors import (
 )
 from zkconsumer.producer.cluster import ClusterView
 from zkconsumer.producer.config import ProducerConfig
+from zkconsumer.producer.encoding import encode_set
 from zkconsumer.producer.partitioning import BrokerPartition, PartitionChooser
 from zkconsumer.producer.pool import ConnectionPool
 from zkconsumer.producer.queue import Chunk
 from zkconsumer.producer.stats import ProducerStats
-from zkconsumer.protocol import Compression, ProduceRequest, encode_message_set
+from zkconsumer.protocol import Compression, ProduceRequest
 
 __all__ = ["MAX_REQUEST_BYTES", "MAX_SET_BYTES", "Dispatcher", "Failure"]
 
@@ -113,17 +114,22 @@ class Dispatcher:
         routes: dict[int, dict[tuple[str, int], list[Chunk]]] = {}
         for chunk in chunks:
             try:
-                bp = self._route(chunk, excluded)
+                routed = self._route(chunk, excluded)
             except ZkConsumerError as exc:
                 failures.append((chunk, _Retry(exc)))
                 continue
-            routes.setdefault(bp.broker_id, {}).setdefault((chunk.topic, bp.partition),
-                                                           []).append(chunk)
+            for bp, part in routed:
+                routes.setdefault(bp.broker_id, {}).setdefault((chunk.topic, bp.partition),
+                                                               []).append(part)
         for broker_id, sets in routes.items():
             failures.extend(self._send_broker(broker_id, sets, excluded))
         return failures
 
-    def _route(self, chunk: Chunk, excluded: set[int]) -> BrokerPartition:
+    def _route(self, chunk: Chunk, excluded: set[int]) -> list[tuple[BrokerPartition, Chunk]]:
+        """Where ``chunk`` goes: one partition, or -- for a run of single-message sends that
+        route independently (unkeyed, or ``partitioner=random``) over several candidates --
+        one decision per message, as if each ``send()`` had been routed alone; each part keeps
+        the order of its messages."""
         try:
             partitions = self.view.partitions(chunk.topic)
         except ZooKeeperError as exc:
@@ -132,7 +138,15 @@ class Dispatcher:
         candidates = [p for p in partitions if p.broker_id not in excluded] or partitions
         if not candidates:
             raise NoBrokersAvailableError(f"no live broker for topic {chunk.topic!r}")
-        return self.chooser.choose(chunk.topic, chunk.key, candidates)
+        n = len(candidates)
+        if (not chunk.singles or n == 1 or len(chunk.payloads) == 1
+                or (chunk.key is not None and self.chooser.strategy != "random")):
+            return [(self.chooser.choose(chunk.topic, chunk.key, candidates), chunk)]
+        index = self.chooser.index
+        by_index: dict[int, list[bytes]] = {}
+        for payload in chunk.payloads:
+            by_index.setdefault(index(chunk.topic, chunk.key, n), []).append(payload)
+        return [(candidates[i], chunk._replace(payloads=ps)) for i, ps in by_index.items()]
 
     def _send_broker(self, broker_id: int, sets: dict[tuple[str, int], list[Chunk]],
                      excluded: set[int]) -> list[Failure]:
@@ -203,9 +217,9 @@ class Dispatcher:
             payloads = (piece[0].payloads if len(piece) == 1
                         else [p for c in piece for p in c.payloads])
             if codec == Compression.NONE:
-                out.append((encode_message_set(payloads), piece))
+                out.append((encode_set(payloads), piece))
                 continue
-            data = encode_message_set(payloads, compression=codec)
+            data = encode_set(payloads, codec)
             if len(data) - _WRAPPER_HEADER <= self.config.max_message_size:
                 out.append((data, piece))
             elif len(payloads) > 1:

@@ -150,3 +150,113 @@ def test_close_wakes_a_blocked_put() -> None:
     q.close()
     t.join(10)
     assert errors and "closed" in str(errors[0])
+
+
+# -- single-message sends (put_one): runs, cuts, ages, policies ---------------------------------
+
+
+def test_single_sends_with_the_same_topic_and_key_form_one_run() -> None:
+    q = SendQueue(100, 0)
+    for i in range(3):
+        q.put_one("t", None, b"a%d" % i)
+    q.put_one("t", "k", b"k0")
+    q.put_one("t", "k", b"k1")
+    q.put_one("u", None, b"u0")
+    q.put_one("t", None, b"a3")
+    q.close()
+    batch = q.take(100, 60.0)
+    assert batch == [Chunk("t", None, [b"a0", b"a1", b"a2"], True),
+                     Chunk("t", "k", [b"k0", b"k1"], True), Chunk("u", None, [b"u0"], True),
+                     Chunk("t", None, [b"a3"], True)]  # FIFO order kept across runs
+    assert q.queued == 0 and q.pending == 7
+
+
+def test_a_multi_message_send_is_its_own_run_and_never_cut() -> None:
+    q = SendQueue(100, 0)
+    mine = [b"m0", b"m1", b"m2"]
+    q.put_one("t", None, b"s0")
+    q.put(Chunk("t", None, mine))
+    q.put_one("t", None, b"s1")  # does not join the multi-message run
+    assert mine == [b"m0", b"m1", b"m2"]  # the caller's list is never appended to
+    assert q.take(2, 0.0) == [Chunk("t", None, [b"s0"], True)]  # 1 + 3 > 2: not cut
+    assert q.take(2, 0.0) == [Chunk("t", None, [b"m0", b"m1", b"m2"], False)]  # alone
+    assert q.take(2, 0.0) == [Chunk("t", None, [b"s1"], True)]
+
+
+def test_a_run_of_single_sends_is_cut_at_the_batch_size_and_the_rest_sealed() -> None:
+    q = SendQueue(100, 0)
+    for i in range(5):
+        q.put_one("t", None, b"%d" % i)
+    assert q.take(3, 60.0) == [Chunk("t", None, [b"0", b"1", b"2"], True)]
+    q.put_one("t", None, b"5")  # starts a new run: the cut rest is no longer the tail
+    q.close()
+    assert q.take(10, 60.0) == [Chunk("t", None, [b"3", b"4"], True),
+                                Chunk("t", None, [b"5"], True)]
+
+
+def test_a_taken_run_is_never_appended_to() -> None:
+    q = SendQueue(100, 0)
+    q.put_one("t", None, b"a")
+    batch = q.take(1, 60.0)
+    q.put_one("t", None, b"b")
+    assert batch == [Chunk("t", None, [b"a"], True)]  # the sender's list did not grow
+    assert q.queued == 1
+
+
+def test_the_rest_of_a_cut_run_is_due_by_the_age_of_its_oldest_message() -> None:
+    now = [100.0]
+    q = SendQueue(100, 0, clock=lambda: now[0])
+    for i in range(5):
+        q.put_one("t", None, b"%d" % i)  # the run is stamped 100.0
+    assert len(q.take(3, 5.0)[0].payloads) == 3  # due by count
+    now[0] = 104.0
+    q.put_one("t", None, b"late")  # a new run, stamped 104.0
+    now[0] = 105.0
+    # the rest was queued at or after 100.0 and is sent by 105.0: never later than queue.time
+    assert [c.payloads for c in q.take(100, 5.0)] == [[b"3", b"4"], [b"late"]]
+
+
+def test_single_sends_wake_a_waiting_sender_when_the_batch_is_full() -> None:
+    q = SendQueue(100, 0)
+    got: list[list[Chunk]] = []
+    t = threading.Thread(target=lambda: got.append(q.take(3, 3600.0)))
+    t.start()
+    for i in range(3):
+        q.put_one("t", None, b"%d" % i)
+    t.join(10)
+    assert got == [[Chunk("t", None, [b"0", b"1", b"2"], True)]]
+
+
+def test_single_send_policies_on_a_full_queue() -> None:
+    q = SendQueue(2, 0)
+    q.put_one("t", None, b"a")
+    q.put_one("t", None, b"b")
+    with pytest.raises(QueueFullError, match="2/2"):
+        q.put_one("t", None, b"c")
+    assert q.queued == 2 and q.pending == 2
+    q.enqueue_timeout_ms = 30
+    start = time.monotonic()
+    with pytest.raises(QueueFullError, match="after 30 ms"):
+        q.put_one("t", None, b"c")
+    assert time.monotonic() - start >= 0.025
+    q.enqueue_timeout_ms = -1
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (q.put_one("t", None, b"c"), done.set()))
+    t.start()
+    assert not done.wait(0.05)  # blocked (bounded check, not a sleep-to-wait)
+    assert q.take(1, 60.0) == [Chunk("t", None, [b"a"], True)]
+    wait_until(done.is_set, what="blocked single send to complete")
+    t.join()
+    q.close()
+    assert [c.payloads for c in q.take(10, 60.0)] == [[b"b"], [b"c"]]  # the cut rest is sealed
+    with pytest.raises(ProducerError, match="closed"):
+        q.put_one("t", None, b"d")
+
+
+def test_drain_returns_runs_in_order() -> None:
+    q = SendQueue(100, 0)
+    q.put_one("t", None, b"a")
+    q.put(chunk(2))
+    q.put_one("t", None, b"b")
+    assert [len(c.payloads) for c in q.drain()] == [1, 2, 1]
+    assert q.queued == 0

@@ -1,0 +1,28 @@
+"""The producer's batch encoder is byte for byte the protocol's `encode_message_set`."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from zkconsumer.producer.encoding import encode_set
+from zkconsumer.protocol import Compression, decode_message_set, encode_message_set
+
+
+@given(st.lists(st.binary(max_size=300), max_size=40))
+def test_plain_sets_are_identical(payloads: list[bytes]) -> None:
+    assert encode_set(payloads) == encode_message_set(payloads)
+
+
+@given(st.lists(st.binary(min_size=500, max_size=2000), min_size=4, max_size=8))
+def test_large_payloads_take_the_other_crc_and_are_identical(payloads: list[bytes]) -> None:
+    assert encode_set(payloads) == encode_message_set(payloads)
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY])
+def test_compressed_sets_are_identical_and_decode(codec: Compression) -> None:
+    payloads = [b"event %d " % i * (i % 7 + 1) for i in range(300)]
+    data = encode_set(payloads, codec)
+    assert data == encode_message_set(payloads, compression=codec)
+    assert [m[2] for m in decode_message_set(data).messages] == payloads
