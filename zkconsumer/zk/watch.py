@@ -10,6 +10,14 @@ watch instead, which ZooKeeper fires on creation; every firing re-reads and re-a
 session expiry every server-side watch is gone, so the watch re-arms (and reports the current
 children) on the next ``CONNECTED``.
 
+A connection loss that *keeps* the session (a network blip, a ZooKeeper restart, an ensemble
+fail-over: ``SUSPENDED`` then ``CONNECTED``) is just as destructive for us: kazoo drops every
+watcher it holds when the connection goes (notifying them with a ``NONE`` event), so without
+a re-arm the watch would stay deaf for the rest of the session.  Every ``SUSPENDED`` or
+``LOST`` therefore starts a new *connection epoch*; the watch is armed only while its last
+successful read happened in the current epoch, and the next ``CONNECTED`` re-reads (and
+re-arms) every watch that is not.
+
 Invariants:
 
 * The callback is called once at start and after every change event, with the current
@@ -17,6 +25,10 @@ Invariants:
   repeated (never lost): callers treat a call as "re-read", like zkclient listeners.
 * Calls are serialised and run on kazoo's event thread: keep them short (set a flag, wake a
   thread).  A raising callback is logged; the watch stays armed.
+* `armed` is True only when a server-side watch of the current connection is in place:
+  a re-arm after a reconnect is followed by one callback, so a caller that re-reads on
+  every call (the consumer's rebalance, the producer's broker list) catches up on every
+  change it missed while disconnected.
 """
 
 from __future__ import annotations
@@ -48,7 +60,11 @@ class ChildrenWatch:
         self._callback = callback
         self._lock = threading.RLock()
         self._cancelled = False
-        self._needs_rearm = False
+        # Connection epochs: bumped by the state listener on every SUSPENDED/LOST (only that
+        # thread writes it); `_armed_epoch` is the epoch in which the last successful read
+        # -- which placed the server-side watch -- began.
+        self._epoch = 0
+        self._armed_epoch = -1
         session.client.add_listener(self._on_state)
         self._refresh()
 
@@ -61,6 +77,12 @@ class ChildrenWatch:
     @property
     def cancelled(self) -> bool:
         return self._cancelled
+
+    @property
+    def armed(self) -> bool:
+        """True while a watch placed on the current connection is waiting for a change."""
+        return (not self._cancelled and self._armed_epoch == self._epoch
+                and self.session.client.connected)
 
     def _read(self) -> list[str]:
         client = self.session.client
@@ -77,29 +99,33 @@ class ChildrenWatch:
         with self._lock:
             if self._cancelled:
                 return
+            epoch = self._epoch  # read first: a loss during the read leaves us unarmed
             try:
                 children = self._read()
             except KazooException as exc:
-                # Connection trouble: the CONNECTED state handler re-arms us.
-                self._needs_rearm = True
+                # Connection trouble: the next CONNECTED re-arms us.
                 log.info("watch on %s not armed (%s); will retry on reconnect",
                          self.path, type(exc).__name__)
                 return
+            self._armed_epoch = epoch
             try:
                 self._callback(children)
             except Exception:
                 log.exception("children callback for %s failed", self.path)
 
     def _on_event(self, event: WatchedEvent) -> None:
+        # NONE: kazoo dropped its watchers (connection or session gone); `_on_state` has
+        # already started a new epoch and re-arms on the next CONNECTED.
         if event.type != "NONE":
             self._refresh()
 
     def _on_state(self, state: str) -> None:
-        # Runs on the connection thread: never call ZooKeeper here, hand off instead.
-        if state == KazooState.LOST:
-            self._needs_rearm = True
-        elif state == KazooState.CONNECTED and self._needs_rearm and not self._cancelled:
-            self._needs_rearm = False
+        # Runs on the connection thread: never call ZooKeeper (nor take our lock, held
+        # across ZooKeeper reads) here; hand off instead.
+        if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self._epoch += 1
+        elif (state == KazooState.CONNECTED and self._armed_epoch != self._epoch
+              and not self._cancelled):
             self.session.client.handler.spawn(self._refresh)
 
 
