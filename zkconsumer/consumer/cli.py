@@ -4,7 +4,9 @@
 members (ids value and thread ids), then one line per partition: owner, committed offset, log
 end (offsets request -1 to the broker) and lag in bytes, like 0.7's ConsumerOffsetChecker;
 then the VerifyConsumerRebalance check (every partition of a subscribed topic owned by a live
-thread).  With ``--verify`` the exit status is 1 when the check fails.
+thread).  A subscribed topic that no broker has registered gets a row "topic not registered"
+(members wait for it; that alone does not fail ``--verify``).  With ``--verify`` the exit
+status is 1 when the check fails.
 ``zkconsumer group list --zk ...`` prints one group per line.  A group with no znode at all
 (``/consumers/G``) is an error (exit 1): it is almost always a typo, and an empty report
 would look like a healthy idle group.
@@ -38,7 +40,9 @@ exit status: 0 (also when there are no groups), 1 error (e.g. ZooKeeper unreacha
 DESCRIBE_EPILOG = """\
 The lag column is log end minus committed offset, in bytes (0.7 offsets are byte positions),
 like 0.7's ConsumerOffsetChecker; the rebalance check is VerifyConsumerRebalance (every
-partition of a subscribed topic owned by a live consumer thread).
+partition of a subscribed topic owned by a live consumer thread).  A subscribed topic that
+no broker has registered yet shows as one row "topic not registered" (a typo in a member's
+--topic, or a topic nobody produced to yet); members wait for it, so --verify still passes.
 
 examples:
   zkconsumer group describe --zk zk1:2181/kafka --group billing
@@ -93,6 +97,8 @@ def _print_report(report: GroupReport) -> None:
             owner += " (NOT LIVE)"
         out.write(f"{p.topic:<24} {p.partition:<10} {_n(p.offset):>14} {_n(p.log_end):>14} "
                   f"{_n(p.lag):>12}  {owner}\n")
+    for topic in report.unregistered_topics:  # subscribed, but no broker has it (yet)
+        out.write(f"{topic:<24} {'-':<10} {'-':>14} {'-':>14} {'-':>12}  topic not registered\n")
     if report.ok and not report.members:
         out.write("rebalance check: no live members (nothing is owned; offsets above are "
                   "where the next member starts)\n")

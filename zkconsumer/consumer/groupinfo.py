@@ -21,7 +21,7 @@ from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer.view import read_members
 from zkconsumer.errors import BrokerConnectionError, BrokerError
 from zkconsumer.zk.offsets import read_topic_offsets
-from zkconsumer.zk.paths import CONSUMERS, BrokerInfo, owners_path
+from zkconsumer.zk.paths import CONSUMERS, BrokerInfo, owners_path, topic_path
 from zkconsumer.zk.registry import read_brokers, read_owners, read_partition_names, read_topics
 from zkconsumer.zk.session import ZkSession
 
@@ -55,6 +55,9 @@ class GroupReport:
     members: list[MemberInfo] = field(default_factory=list)
     partitions: list[PartitionInfo] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: subscribed topics no broker has registered: members wait for them (no rebalance
+    #: problem, so --verify passes), but the report must say so
+    unregistered_topics: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +101,8 @@ def describe_group(session: ZkSession, group: str, *, log_end: bool = True,
     finally:
         for c in clients.values():
             c.close()
+    report.unregistered_topics = sorted(
+        t for t in live_threads if t not in all_topics or not session.get_children(topic_path(t)))
     return report
 
 

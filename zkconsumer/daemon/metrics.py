@@ -8,7 +8,8 @@ turns a `Snapshot` into metric families only when asked.  Every daemon has its o
 do not collide.
 
 Endpoints (`MetricsServer`): ``/metrics`` (Prometheus text format), ``/healthz`` (200 ``ok``
-or ``standby: ...``, or 503 with the reason: ZooKeeper session lost, or no partition owned
+or ``standby: ...``, followed by ``; topic(s) not registered by any broker: ...`` while a
+subscribed topic does not exist, or 503 with the reason: ZooKeeper session lost, or no partition owned
 for longer than ``--health-idle-timeout`` although the member should own one or a partition
 has no live owner -- `zkconsumer.daemon.health`).
 
@@ -18,7 +19,7 @@ Metric names (all prefixed ``zkconsumer_``; documented in docs/operations.md):
 ``session_losses_total``, ``partition_errors_total``,
 ``commits_total``, ``commit_failures_total``, ``commit_latency_seconds`` (histogram),
 ``sink_errors_total``, ``sink_restarts_total``, ``owned_partitions``, ``inflight_messages``,
-``lag_bytes{topic,partition}``, ``zookeeper_connected``, ``healthy``.
+``lag_bytes{topic,partition}``, ``zookeeper_connected``, ``healthy``, ``unregistered_topics``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class Snapshot:
     zk_connected: bool = False
     healthy: bool = False
     lag: dict[tuple[str, str], int] = field(default_factory=dict)
+    unregistered_topics: int = 0
 
 
 class DaemonCollector(Collector):
@@ -94,6 +96,8 @@ class DaemonCollector(Collector):
             ("zookeeper_connected", "1 while the ZooKeeper session is usable.",
              int(s.zk_connected)),
             ("healthy", "1 while /healthz answers 200.", int(s.healthy)),
+            ("unregistered_topics", "Subscribed topics no broker has registered in ZooKeeper "
+             "(nothing to consume there yet; /healthz names them).", s.unregistered_topics),
         ):
             yield GaugeMetricFamily(f"zkconsumer_{name}", doc, value=value)
         lag = GaugeMetricFamily("zkconsumer_lag_bytes",

@@ -40,6 +40,7 @@ from zkconsumer.daemon.health import IdleVerdict, read_idle_verdict
 from zkconsumer.daemon.metrics import DaemonMetrics, MetricsServer, Snapshot
 from zkconsumer.daemon.progress import Progress
 from zkconsumer.daemon.sinks import Sink, make_sink
+from zkconsumer.daemon.topics import TopicPresence
 from zkconsumer.daemon.tracker import AckTracker, Key
 from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
 
@@ -88,6 +89,7 @@ class Daemon:
         self._owned = 0
         self._idle_since: float | None = clock()
         self._idle_cache: tuple[float, IdleVerdict] | None = None
+        self.topics = TopicPresence(config.subscription)  # subscribed, not registered
         self.metrics = DaemonMetrics(self.snapshot)
         self._server: MetricsServer | None = None
         self._progress = (Progress(progress_stream or sys.stderr) if config.progress else None)
@@ -161,6 +163,7 @@ class Daemon:
         while not self._stop.is_set() and self.sink.failure is None:
             consumer = GroupConsumer(cfg.consumer, cfg.subscription)
             consumer.add_listener(_Listener(self))
+            self.topics.watch(consumer)
             self._consumer = consumer
             log.info("starting member of group %s (%s) -> %s %s", cfg.consumer.group_id,
                      consumer.consumer_id, cfg.sink, cfg.target,
@@ -355,7 +358,7 @@ class Daemon:
             sink_restarts=sink.restarts, owned_partitions=self._owned,
             inflight=sink.inflight(),
             zk_connected=self.state not in ("INIT", "SUSPENDED", "SESSION_LOST", "CLOSED"),
-            healthy=self.health()[0], lag=lag)
+            healthy=self.health()[0], lag=lag, unregistered_topics=len(self.topics.missing))
 
     def health(self) -> tuple[bool, str]:
         """(healthy, reason) for ``/healthz``."""
@@ -372,8 +375,8 @@ class Daemon:
                 verdict = self._idle_verdict()
                 if not verdict.healthy:
                     return False, f"owns no partition for {idle:.0f}s {verdict.reason}"
-                return True, verdict.reason
-        return True, "ok"
+                return True, self.topics.annotate(verdict.reason)
+        return True, self.topics.annotate("ok")
 
     def _idle_verdict(self) -> IdleVerdict:
         """`read_idle_verdict` of the group (cached a few seconds: /healthz may be hammered)."""
