@@ -10,4 +10,5 @@ pytest_plugins = [
     "fixtures.brokers",
     "fixtures.spark",
     "fixtures.tansu",
+    "fixtures.proxy",
 ]

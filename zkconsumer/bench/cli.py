@@ -17,11 +17,11 @@ from types import ModuleType
 
 log = logging.getLogger(__name__)
 
-HELP = "run a benchmark (codec, broker, produce, fetch, group, daemon, export, mirror)"
+HELP = "run a benchmark (codec, broker, produce, fetch, group, daemon, export, mirror, soak)"
 
 #: Benchmark names, in the order of ``zkconsumer bench --help``.
 NAMES: tuple[str, ...] = (
-    "codec", "broker", "produce", "fetch", "group", "daemon", "export", "mirror",
+    "codec", "broker", "produce", "fetch", "group", "daemon", "export", "mirror", "soak",
 )
 
 

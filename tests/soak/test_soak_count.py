@@ -1,0 +1,56 @@
+"""The soak's judge (zkconsumer/bench/soak_check.py, soak_run._peak_rate): pure counting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zkconsumer.bench.soak_check import count, read_records
+from zkconsumer.bench.soak_run import _peak_rate
+
+LOG = [("0-0", 0, 1), ("0-0", 10, 2), ("0-0", 20, 3), ("0-0", 20, 4), ("0-0", 40, 5),
+       ("1-0", 0, 6), ("1-0", 10, 7)]
+
+
+def test_nothing_lost_and_replays_counted_as_duplicates() -> None:
+    records = [*LOG, ("0-0", 20, 3), ("0-0", 20, 4)]  # a compressed set replayed whole
+    t = count(range(1, 8), LOG, records)
+    assert (t.lost, t.duplicates, t.unknown, t.log_duplicates, t.not_in_log) == (0, 2, 0, 0, [])
+
+
+def test_gaps_name_partition_offsets_and_ids() -> None:
+    records = [e for e in LOG if e[2] not in (2, 3, 4, 7)]
+    t = count(range(1, 8), LOG, records)
+    assert [g.describe() for g in t.gaps] == [
+        "partition 0-0: 3 lost at offsets 10..20, ids 2..4",
+        "partition 1-0: 1 lost at offsets 10..10, ids 7..7",
+    ]
+    assert t.lost == 4
+
+
+def test_producer_retries_are_not_consumer_duplicates() -> None:
+    log = [*LOG, ("1-0", 20, 7)]  # id 7 written twice by a retried send
+    t = count(range(1, 8), log, log)
+    assert (t.duplicates, t.log_duplicates, t.lost) == (0, 1, 0)
+    assert count(range(1, 9), log, log).not_in_log == [8]  # confirmed but absent
+
+
+def test_mirror_matching_by_id() -> None:
+    target = [("0-0", 0, i) for i in (1, 2, 3, 4, 5, 6, 6)]  # 7 missing, 6 twice
+    t = count(range(1, 8), LOG, target, by_id=True)
+    assert (t.lost, t.duplicates) == (1, 1)
+    assert t.gaps[0].describe() == "partition 1-0: 1 lost at offsets 10..10, ids 7..7"
+
+
+def test_read_records_skips_torn_lines_and_seed_messages(tmp_path: Path) -> None:
+    out = tmp_path / "m.jsonl"
+    out.write_bytes(b'{"topic":"t","partition":"0-0","offset":0,"next_offset":9,"value":"soak-1"}\n'
+                    b'{"topic":"t","partition":"0-0","offset":9,"next_offset":20,"value":"seed"}\n'
+                    b'{"topic":"t","partition":"0-0","off')
+    assert read_records([out, tmp_path / "missing.jsonl"], "t") == ([("0-0", 0, 1)], 1)
+
+
+def test_peak_rate_over_windows() -> None:
+    samples = [(0.0, 0), (0.5, 100), (1.0, 200), (1.5, 1200), (2.0, 1300)]
+    assert _peak_rate(samples, 0.5) == 2000.0
+    assert _peak_rate(samples, 1.0) == 1100.0
+    assert _peak_rate(samples[:1], 0.5) == 0.0

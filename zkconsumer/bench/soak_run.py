@@ -1,0 +1,362 @@
+"""One seeded soak run: a group under load while faults are injected, then the count.
+
+`run_soak` starts a `SoakCluster` (own ZooKeeper behind a proxy, dev broker processes), a
+consumer group of ``zkconsumer run`` members (one ``--output`` member with two streams, one
+``--exec``, one ``--handler``; all write jsonl) and, with ``mirror``, a group of two
+``zkconsumer mirror`` members copying the topic to a second topic of the same cluster
+(``kafka07://``, confirmed produce).  A `Load` produces numbered messages throughout.
+
+Faults (``random.Random(seed)`` picks their order, targets and gaps; the same seed gives the
+same schedule): ``member-kill9`` (crash, then restart), ``member-term`` (clean stop, then
+restart), ``member-stop`` (SIGSTOP past the session timeout, then SIGCONT), ``broker-kill9``
+(kill -9, then restart on the same port and log dir), ``zk-kill9`` (kill -9 of ZooKeeper,
+restart on the same port and data dir), ``zk-drop`` (the proxy closes every member's
+ZooKeeper connection; sessions survive).  ``faults`` lists them in order (each once by
+default); with ``duration`` more are drawn until it has passed.
+
+After each fault the run waits until it has **recovered**: every group whole and caught up
+past the log end measured when the fault ended (`Observer.group_problems`); the time is the
+fault's recovery time.  Not recovering within ``recovery_timeout`` is a failure (with the
+problems and the members' log tails) and ends the fault phase.  At the end the load stops,
+the run waits for lag 0, stops the members with SIGTERM and counts (`soak_check.count`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zkconsumer.bench.soak_check import Observer, Tally, count, read_log, read_records
+from zkconsumer.bench.soak_load import Load
+from zkconsumer.bench.soak_procs import Member, MemberSpec, SoakCluster, SoakSettings
+
+__all__ = ["FAULTS", "FaultRecord", "SoakConfig", "SoakResult", "run_soak"]
+
+log = logging.getLogger(__name__)
+
+FAULTS = ("member-kill9", "member-term", "member-stop", "broker-kill9", "zk-kill9", "zk-drop")
+TOPIC, MIRRORED, GROUP, MIRROR_GROUP = "soak", "soak-copy", "soak-run", "soak-mirror"
+
+
+@dataclass(frozen=True)
+class SoakConfig:
+    seed: int
+    workdir: Path
+    faults: Sequence[str] = FAULTS
+    duration: float = 0.0          # > 0: keep drawing faults until this many seconds passed
+    rate: float = 1000.0           # messages per second produced
+    mirror: bool = True
+    brokers: int = 2
+    partitions: int = 2            # per broker
+    recovery_timeout: float = 40.0
+    settle_timeout: float = 60.0
+    settings: SoakSettings = field(default_factory=SoakSettings)
+
+
+@dataclass
+class FaultRecord:
+    kind: str
+    target: str
+    at: float                     # wall time the fault started
+    ended: float                  # wall time it was undone (restart / SIGCONT)
+    recovery: float | None = None  # seconds from ``ended`` to recovered; None = never
+
+    def describe(self) -> str:
+        rec = f"recovered in {self.recovery:.1f}s" if self.recovery is not None else \
+            "NOT recovered"
+        return (f"{self.kind} {self.target} at {time.strftime('%H:%M:%S', time.gmtime(self.at))}"
+                f" (+{self.ended - self.at:.1f}s), {rec}")
+
+
+@dataclass
+class SoakResult:
+    seed: int
+    seconds: float = 0.0
+    faults: list[FaultRecord] = field(default_factory=list)
+    tallies: dict[str, Tally] = field(default_factory=dict)   # "run", "mirror"
+    bound: int = 0
+    peak_rate: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    workdir: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def report(self) -> str:
+        lines = [f"soak seed {self.seed}: {len(self.faults)} fault(s), {self.seconds:.0f}s, "
+                 f"workdir {self.workdir}"]
+        lines += [f"  fault {f.describe()}" for f in self.faults]
+        for name, t in self.tallies.items():
+            lines.append(f"  {name}: produced {t.produced}, in log {t.in_log} (+{t.log_duplicates}"
+                         f" producer retries), consumed {t.consumed}, lost {t.lost}, "
+                         f"duplicates {t.duplicates} (bound {self.bound}), torn {t.torn}")
+        lines += [f"  FAILURE: {f}" for f in self.failures]
+        return "\n".join(lines)
+
+
+class _Run:
+    def __init__(self, config: SoakConfig) -> None:
+        self.c = config
+        self.rng = random.Random(config.seed)
+        self.result = SoakResult(config.seed, workdir=config.workdir)
+        self.cluster = SoakCluster(config.workdir / "cluster", brokers=config.brokers,
+                                   partitions=config.partitions,
+                                   session_timeout_ms=config.settings.session_timeout_ms)
+        s = config.settings
+        specs = [MemberSpec("out", "output", GROUP, TOPIC, streams=2),
+                 MemberSpec("exec", "exec", GROUP, TOPIC),
+                 MemberSpec("handler", "handler", GROUP, TOPIC)]
+        if config.mirror:
+            specs += [MemberSpec(f"mirror{i}", "mirror", MIRROR_GROUP, TOPIC,
+                                 target_topic=MIRRORED) for i in range(2)]
+        self.members = [Member(spec, self.cluster, config.workdir, s) for spec in specs]
+        self.groups = [GROUP, MIRROR_GROUP] if config.mirror else [GROUP]
+        self.observer: Observer | None = None
+        self.load: Load | None = None
+        self._samples: list[tuple[float, int]] = []
+
+    # --- waiting -------------------------------------------------------------------------
+    def _wait_whole(self, what: str, timeout: float, *, ends: dict | None = None,  # type: ignore[type-arg]
+                    lag0: bool = False) -> float | None:
+        """Seconds until the groups are whole (and caught up), or None after ``timeout``."""
+        assert self.observer is not None
+        started = time.monotonic()
+        problems: list[str] = ["not checked yet"]
+        while time.monotonic() - started < timeout:
+            self._sample()
+            self._reap_unexpected()
+            try:
+                problems = self.observer.group_problems(self.groups, ends, lag0=lag0,
+                                                        members=self._member_counts())
+            except Exception as exc:  # ZooKeeper or a broker down: not whole yet
+                problems = [f"cannot read the groups: {exc}"]
+            if not problems:
+                return time.monotonic() - started
+            time.sleep(0.2)  # polling external processes, not a test sleep
+        tails = "\n".join(f"--- {m.spec.name} ({m.log_file}):\n{m.log_tail(6)}"
+                          for m in self.members)
+        shown = "; ".join(problems[:8]) + (f" (+{len(problems) - 8} more)"
+                                             if len(problems) > 8 else "")
+        self.result.failures.append(f"{what}: not whole within {timeout:.0f}s: {shown}\n{tails}")
+        return None
+
+    def _member_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for m in self.members:
+            if m.proc is not None:  # a member that gave up is not expected to be there
+                counts[m.spec.group] = counts.get(m.spec.group, 0) + 1
+        return counts
+
+    def _sample(self) -> None:
+        total = sum(m.output.stat().st_size for m in self.members
+                    if m.spec.kind != "mirror" and m.output.exists())
+        self._samples.append((time.monotonic(), total))
+
+    def _reap_unexpected(self) -> None:
+        for m in self.members:
+            if m.proc is not None and m.proc.poll() is not None:
+                code = m.proc.returncode
+                m.exits.append(code)
+                self.result.failures.append(
+                    f"member {m.spec.name} exited on its own with status {code} "
+                    f"(log {m.log_file}); last lines:\n{m.log_tail(4)}")
+                if len(m.exits) <= 3:  # restart it, unless it keeps failing
+                    m.start()
+                else:
+                    m.proc = None
+
+    # --- faults --------------------------------------------------------------------------
+    def _fault(self, kind: str) -> FaultRecord:
+        s = self.c.settings
+        at = time.time()
+        if kind.startswith("member-"):
+            m = self.rng.choice(self.members)
+            target = m.spec.name
+            if kind == "member-kill9":
+                m.kill()
+                m.start()
+            elif kind == "member-term":
+                m.terminate()
+                m.start()
+            else:
+                m.signal(signal.SIGSTOP)
+                time.sleep(s.session_timeout_ms / 1000 + 1.5)  # the fault itself lasts this long
+                m.signal(signal.SIGCONT)
+        elif kind == "broker-kill9":
+            broker_id = self.rng.randrange(self.c.brokers)
+            target = f"broker {broker_id}"
+            self.cluster.kill_broker(broker_id)
+            time.sleep(self.rng.uniform(0.2, 1.5))  # the outage
+            self.cluster.restart_broker(broker_id)
+        elif kind == "zk-kill9":
+            target = "zookeeper"
+            self.cluster.kill_zookeeper()
+            time.sleep(self.rng.uniform(0.2, 1.0))  # the outage
+            self.cluster.start_zookeeper()
+        elif kind == "zk-drop":
+            assert self.cluster.proxy is not None
+            target = f"{self.cluster.proxy.drop_all()} connection(s)"
+        else:
+            raise ValueError(f"unknown fault {kind!r}")
+        return FaultRecord(kind, target, at, time.time())
+
+    def _schedule(self) -> Callable[[], str | None]:
+        order = list(self.c.faults)
+        self.rng.shuffle(order)
+        deadline = time.monotonic() + self.c.duration
+
+        def next_fault() -> str | None:
+            if order:
+                return order.pop(0)
+            if time.monotonic() < deadline:
+                return self.rng.choice(list(self.c.faults))
+            return None
+        return next_fault
+
+    # --- the run -------------------------------------------------------------------------
+    def run(self) -> SoakResult:
+        started = time.monotonic()
+        try:
+            self._run()
+        finally:
+            self._teardown()
+            self.result.seconds = time.monotonic() - started
+        return self.result
+
+    def _run(self) -> None:
+        c, r = self.c, self.result
+        self.cluster.start()
+        self.cluster.register_topic(TOPIC)
+        if c.mirror:
+            self.cluster.register_topic(MIRRORED)
+        self.observer = Observer(self.cluster.direct_connect)
+        for m in self.members:
+            m.start()
+        if self._wait_whole("start", c.recovery_timeout) is None:
+            return
+        self.load = Load(self.cluster.direct_connect, TOPIC, rate=c.rate, seed=c.seed)
+        self.load.start()
+        if self._wait_whole("warm-up", c.recovery_timeout,
+                            ends=self.observer.log_ends(self.groups)) is None:
+            return
+        next_fault = self._schedule()
+        while (kind := next_fault()) is not None:
+            time.sleep(self.rng.uniform(0.3, 1.5))  # load between faults
+            record = self._fault(kind)
+            r.faults.append(record)
+            ends = self._ends()
+            record.recovery = self._wait_whole(f"after {record.describe()}", c.recovery_timeout,
+                                               ends=ends)
+            if record.recovery is None:
+                return
+        self.load.stop()
+        self._wait_whole("final lag 0", c.settle_timeout, lag0=True)
+
+    def _ends(self) -> dict | None:  # type: ignore[type-arg]
+        assert self.observer is not None
+        deadline = time.monotonic() + self.c.recovery_timeout
+        while time.monotonic() < deadline:
+            try:
+                ends = self.observer.log_ends(self.groups)
+                if all(v is not None for v in ends.values()):
+                    return ends
+            except Exception:  # ZooKeeper still coming back
+                pass
+            time.sleep(0.2)
+        return None
+
+    def _teardown(self) -> None:
+        r = self.result
+        if self.load is not None and self.load.is_alive():
+            try:
+                self.load.stop()
+            except Exception as exc:
+                r.failures.append(str(exc))
+        for m in self.members:
+            try:
+                code = m.terminate()
+                if code not in (0, None):
+                    r.failures.append(f"member {m.spec.name} exited {code} after SIGTERM; "
+                                      f"log tail:\n{m.log_tail()}")
+            except Exception as exc:
+                r.failures.append(str(exc))
+        try:
+            self._count()
+        except Exception as exc:
+            r.failures.append(f"counting failed: {exc!r}")
+        if self.observer is not None:
+            self.observer.close()
+        self.cluster.stop()
+
+    def _count(self) -> None:
+        r, c, s = self.result, self.c, self.c.settings
+        if self.load is None:
+            return
+        if self.load.error is not None:
+            r.failures.append(f"load failed: {self.load.error!r}")
+        produced = list(self.load.produced_at)
+        source = read_log(self.cluster.direct_connect, TOPIC)
+        outputs = [m.output for m in self.members if m.spec.kind != "mirror"]
+        records, torn = read_records(outputs, TOPIC)
+        r.tallies["run"] = count(produced, source, records)
+        r.tallies["run"].torn = torn
+        if c.mirror:
+            target = read_log(self.cluster.direct_connect, MIRRORED)
+            r.tallies["mirror"] = count(produced, source, target, by_id=True)
+        # duplicate bound: per fault, one commit interval at the peak consumption rate plus
+        # every member's in-flight window, plus one producer batch per partition (a
+        # compressed set replays whole); see docs/operations.md "Faults and recovery"
+        size = max(1, sum(p.stat().st_size for p in outputs if p.exists())) / max(1, len(records))
+        r.peak_rate = _peak_rate(self._samples, s.commit_interval_ms / 1000) / size
+        partitions = c.brokers * c.partitions
+        per_fault = (r.peak_rate * 2 * s.commit_interval_ms / 1000
+                     + len(self.members) * s.max_in_flight + partitions * 20)
+        r.bound = int((len(r.faults) + 1) * per_fault)
+        for name, t in r.tallies.items():
+            window = self._window
+            for gap in t.gaps:
+                r.failures.append(f"{name}: {gap.describe()}; {window(gap.ids)}")
+            if t.not_in_log:
+                r.failures.append(f"{name}: {len(t.not_in_log)} confirmed id(s) not in the "
+                                  f"log (producer side), e.g. {t.not_in_log[:5]}")
+            if t.unknown:
+                r.failures.append(f"{name}: {t.unknown} record(s) not in the log")
+            if t.duplicates > r.bound:
+                r.failures.append(f"{name}: {t.duplicates} duplicates exceed the bound "
+                                  f"{r.bound}")
+
+    def _window(self, ids: list[int]) -> str:
+        assert self.load is not None
+        times = [self.load.produced_at[i] for i in ids if i in self.load.produced_at]
+        if not times:
+            return "produce time unknown (not confirmed)"
+        lo, hi = min(times), max(times)
+        before = [f.describe() for f in self.result.faults if f.at <= hi + 1]
+        fmt = "%H:%M:%S"
+        return (f"produced {time.strftime(fmt, time.gmtime(lo))}.."
+                f"{time.strftime(fmt, time.gmtime(hi))}; faults before: "
+                + ("; ".join(before[-3:]) or "none"))
+
+
+def _peak_rate(samples: list[tuple[float, int]], window: float) -> float:
+    """Highest bytes/s over any span of at least ``window`` seconds between samples."""
+    best, j = 0.0, 0
+    for i in range(len(samples)):
+        while j < i and samples[i][0] - samples[j + 1][0] >= window:
+            j += 1
+        span = samples[i][0] - samples[j][0]
+        if span >= window:
+            best = max(best, (samples[i][1] - samples[j][1]) / span)
+    return best
+
+
+def run_soak(config: SoakConfig) -> SoakResult:
+    """Run one soak (see the module docstring); never raises for what it found."""
+    config.workdir.mkdir(parents=True, exist_ok=True)
+    return _Run(config).run()
