@@ -6,10 +6,17 @@ semantics for compressed wrappers), frame reassembly, topic validation and the J
 0.7 partitioner uses.  No sockets, threads, clocks or ZooKeeper here: only ``struct``, ``zlib``,
 ``isal`` and ``snappy``.  Malformed input raises only `zkconsumer.errors.DecodeError`
 subclasses; misuse raises `zkconsumer.errors.LocalProtocolError`.
+
+Message sets are decoded by a compiled walk (``_speedups.c``) when that optional extension is
+built, else in pure Python; ``DECODER`` says which (``"compiled"`` or ``"pure"``, see `accel`),
+and ``ZKCONSUMER_PURE=1`` in the environment forces the pure path.
 """
 
 from __future__ import annotations
 
+from zkconsumer.protocol.accel import IMPLEMENTATION as DECODER
+from zkconsumer.protocol.accel import active_decoder
+from zkconsumer.protocol.batch import MessageBatch, decode_batch
 from zkconsumer.protocol.compression import compress, decompress
 from zkconsumer.protocol.constants import (
     DEFAULT_MAX_FRAME,
@@ -61,6 +68,7 @@ from zkconsumer.protocol.responses import (
 from zkconsumer.protocol.topics import validate_topic
 
 __all__ = [
+    "DECODER",
     "DEFAULT_MAX_FRAME",
     "DEFAULT_MAX_INFLATED",
     "EARLIEST_TIME",
@@ -72,6 +80,7 @@ __all__ = [
     "FetchRequest",
     "FetchResponse",
     "FrameReader",
+    "MessageBatch",
     "MultiFetchRequest",
     "MultiFetchResponse",
     "MultiProduceRequest",
@@ -82,8 +91,10 @@ __all__ = [
     "RequestType",
     "SetInfo",
     "ShallowMessage",
+    "active_decoder",
     "codec_of",
     "compress",
+    "decode_batch",
     "decode_fetch_response",
     "decode_message_set",
     "decode_multifetch_response",

@@ -17,9 +17,11 @@ Inside a wrapper the decompressed set must be whole: a partial inner entry is co
 Nested wrappers are expanded (Scala recurses too; nobody produces them); their combined
 inflated size is capped by ``max_inflated`` per shallow wrapper.
 
-Performance: `decode_message_set` is the consumer's hot path.  The common entry -- magic 1,
-attributes 0 -- is decoded inline with one ``struct`` call and one CRC per message; everything
-else goes through the checked general path.
+Performance: `decode_message_set` is the consumer's hot path.  It runs the compiled walk of
+``_speedups.c`` when that optional extension is built (see `accel`; ``ZKCONSUMER_PURE=1``
+forces the pure path), else `decode_message_set_pure`, the reference: there the common entry --
+magic 1, attributes 0 -- is decoded inline with one ``struct`` call and one CRC per message;
+everything else goes through the checked general path.  Both give identical results and errors.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from zkconsumer.errors import CompressionError, DecodeError, InvalidMessageSizeError
+from zkconsumer.protocol import accel
 from zkconsumer.protocol.compression import decompress
 from zkconsumer.protocol.constants import DEFAULT_MAX_INFLATED, Compression
 from zkconsumer.protocol.message import HEADER_V1, codec_of, crc32, read_shallow
@@ -37,6 +40,7 @@ __all__ = [
     "SetInfo",
     "ShallowMessage",
     "decode_message_set",
+    "decode_message_set_pure",
     "iter_shallow",
     "validate_message_set",
 ]
@@ -148,13 +152,41 @@ def _expand(payload: bytes, codec: Compression, offset: int, max_inflated: int) 
     return _inner_payloads(inflated, offset, [max_inflated - len(inflated)], 1)
 
 
+#: The compiled walk, or None for the pure path (tests switch it to run both).
+_speedups = accel.speedups
+#: The compiled walk computes offsets in int64: bigger arguments take the pure path.
+_C_LIMIT = 1 << 62
+
+
+def _inflate_at(codec: int, payload: bytes, max_size: int, offset: int) -> bytes:
+    """Decompress one wrapper payload for the compiled walk, errors re-anchored at offset."""
+    try:
+        return decompress(codec, payload, max_size=max_size)
+    except DecodeError as exc:
+        raise type(exc)(str(exc), offset) from exc
+
+
 def decode_message_set(buf: Buffer, base_offset: int = 0, *,
                        max_inflated: int = DEFAULT_MAX_INFLATED,
                        deep: bool = True) -> DecodedSet:
     """Decode every whole message of ``buf`` (see the module docstring for offsets).
 
     ``deep=False`` returns wrappers as they are (payload = compressed bytes, next = end).
+    Runs the compiled walk when it is available, else `decode_message_set_pure`.
     """
+    ext = _speedups
+    if ext is None or not (-_C_LIMIT < base_offset < _C_LIMIT
+                           and -_C_LIMIT < max_inflated < _C_LIMIT):
+        return decode_message_set_pure(buf, base_offset, max_inflated=max_inflated, deep=deep)
+    data = buf if type(buf) is bytes else bytes(buf)
+    messages, valid = ext.decode(data, base_offset, max_inflated, deep, _inflate_at)
+    return DecodedSet(messages, valid, len(data))
+
+
+def decode_message_set_pure(buf: Buffer, base_offset: int = 0, *,
+                            max_inflated: int = DEFAULT_MAX_INFLATED,
+                            deep: bool = True) -> DecodedSet:
+    """`decode_message_set` in pure Python: the reference and the fallback."""
     data = buf if type(buf) is bytes else bytes(buf)
     size = len(data)
     messages: list[tuple[int, int, bytes]] = []
