@@ -40,7 +40,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "exec protocol, handler API, honoured 0.7 properties: docs/operations.md\n\n"
         "exit status: 0 stopped cleanly by SIGTERM / SIGINT, 1 error (bad setting, ZooKeeper\n"
         "unreachable, a sink that cannot start, an exec command that cannot run or keeps\n"
-        "failing at once), 2 usage, 128+N a second signal N (exit at once)")
+        "failing at once, a --zk chroot that does not exist), 2 usage (also a --topic name\n"
+        "0.7 cannot carry: '..', 'a/b', non-ASCII, over 255 characters), 128+N a second\n"
+        "signal N (exit at once).  A --topic no broker has registered yet is waited for, with\n"
+        "a warning, the zkconsumer_unregistered_topics gauge and a /healthz note")
     g = parser.add_argument_group("group and subscription")
     g.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
                    help="ZooKeeper connect string of the 0.7 cluster, chroot included "
@@ -49,7 +52,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    help="consumer group (groupid; default: groupid of --config)")
     g.add_argument("--topic", action="append", metavar="T[:STREAMS]",
                    help="topic to consume, optionally with its number of streams "
-                        "(repeatable)")
+                        "(repeatable; a legal 0.7 name: ASCII, no '/', at most 255 "
+                        "characters)")
     g.add_argument("--whitelist", metavar="REGEX", help="consume every topic matching REGEX")
     g.add_argument("--blacklist", metavar="REGEX", help="consume every topic NOT matching REGEX")
     g.add_argument("--streams", type=int, metavar="N",
