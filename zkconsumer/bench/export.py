@@ -17,6 +17,13 @@ times (default 2): earlier runs are printed as ``spark (run N)``, the last as ``
 JIT warmed up).  An export's time covers planning (offsets requests), the Spark job and the
 row count from the Parquet footers.  Lines end with the figure, e.g.
 ``export spark 100B: 812345 rows/s (81.2 MB/s)``; MB = 10**6 payload bytes.
+
+The writer case (``writer unkeyed`` / ``writer keyed``, skipped with ``--writer-rows 0``)
+times ``df.write.format("kafka07")`` of ``--writer-rows`` rows of the first ``--size`` into a
+dev cluster of its own (ZooKeeper + two brokers with two partitions each, topics registered
+first so keys route over all four partitions): unkeyed rows, then rows keyed by ``id % 1000``
+(strings).  The rows are generated and cached in the JVM before the clock starts, so the time
+is the write: Arrow batches to the Python writer, grouping, confirmed sync produce.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from zkconsumer.client import BrokerConnection, SimpleConsumer, produce
 from zkconsumer.devcluster.brokers import DevBrokerProcess
@@ -47,7 +55,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="broker log.file.size: segment size, hence Spark split size")
     parser.add_argument("--fetch-size", type=int, default=4 * 1024 * 1024,
                         help="fetch size of both readers (default 4 MiB)")
-    parser.add_argument("--only", choices=["spark", "python"], help="run only one exporter")
+    parser.add_argument("--only", choices=["spark", "python", "writer"],
+                        help="run only one exporter, or only the writer case")
+    parser.add_argument("--writer-rows", type=int, default=200_000,
+                        help="rows per writer case (default 200000; 0 skips the writer case)")
+    parser.add_argument("--writer-compression", default="none",
+                        choices=["none", "gzip", "snappy"],
+                        help="codec of the writer case (default none)")
     parser.add_argument("--spark-runs", type=int, default=2,
                         help="Spark exports per case; the last is reported as 'export spark' "
                              "(the first also warms the JIT; default 2)")
@@ -106,11 +120,53 @@ def _python_export(host: str, port: int, topic: str, out: Path, fetch_size: int)
     return rows
 
 
-def _line(kind: str, size: int, rows: int, seconds: float) -> None:
+def _line(kind: str, size: int, rows: int, seconds: float, what: str = "export") -> None:
     label = f"{size}B" if size % 1024 else f"{size // 1024}KiB"
     rate = rows / seconds if seconds > 0 else 0.0
-    print(f"export {kind} {label}: {rows} rows in {seconds:.2f}s: {rate:.0f} rows/s "
+    print(f"{what} {kind} {label}: {rows} rows in {seconds:.2f}s: {rate:.0f} rows/s "
           f"({rate * size / 1e6:.1f} MB/s)", flush=True)
+
+
+def _writer_cluster(work: Path) -> Any:
+    """The writer case's dev cluster (started before the JVM: forking ZooKeeper and brokers
+    from a process that runs a Py4J gateway makes Py4J log spurious connection resets)."""
+    from zkconsumer.devcluster.cluster import DevCluster
+
+    return DevCluster(work / "writer-cluster", brokers=2, num_partitions=PARTITIONS,
+                      flush_interval=10000, flush_interval_ms=1000,
+                      flush_scheduler_interval_ms=200).start()
+
+
+def _writer_cases(spark: Any, cluster: Any, rows: int, size: int, runs: int,
+                  compression: str) -> None:
+    """``df.write.format("kafka07")``: unkeyed rows, then keyed rows, into ``cluster``."""
+    from zkconsumer.zk.registry import read_topic_partitions
+    from zkconsumer.zk.session import ZkSession
+
+    value = (f"CAST(substring(concat(lpad(CAST(id AS STRING), 8, '0'), repeat('m', {size})), "
+             f"1, {size}) AS BINARY) AS value")
+    cases = {"unkeyed": [value], "keyed": ["CAST(id % 1000 AS STRING) AS key", value]}
+    with ZkSession(cluster.zk_connect) as zk:
+        for kind, columns in cases.items():
+            topic = f"writer-{kind}"
+            for broker in cluster.brokers:  # register the topic: keys then use all partitions
+                with BrokerConnection(broker.host, broker.port) as conn:
+                    produce(conn, topic, 0, encode_message_set([]), confirm=True)
+            deadline = time.monotonic() + 30
+            while read_topic_partitions(zk, topic) != {0: PARTITIONS, 1: PARTITIONS}:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"topic {topic} not registered by both brokers")
+                time.sleep(0.05)
+            df = spark.range(0, rows, numPartitions=PARTITIONS).selectExpr(*columns).cache()
+            df.count()
+            for run in range(runs):
+                t0 = time.monotonic()
+                (df.write.format("kafka07").mode("append")
+                 .option("zookeeper.connect", cluster.zk_connect).option("topic", topic)
+                 .option("compression", compression).save())
+                label = kind if run == runs - 1 else f"{kind} (run {run + 1})"
+                _line(label, size, rows, time.monotonic() - t0, what="writer")
+            df.unpersist()
 
 
 def main(args: argparse.Namespace) -> int:
@@ -121,20 +177,26 @@ def main(args: argparse.Namespace) -> int:
                               log_file_size=args.segment_bytes, flush_interval=10000,
                               flush_interval_ms=1000, flush_scheduler_interval_ms=200)
     broker.start()
+    writer_cluster = None
     try:
+        if args.only in (None, "writer") and args.writer_rows > 0:
+            writer_cluster = _writer_cluster(work)
         counts = {}
-        for size in sizes:
+        for size in (sizes if args.only != "writer" else []):
             t0 = time.monotonic()
             counts[size] = _fill(broker, f"bench{size}", size, int(args.bytes))
             _line("produce (setup)", size, counts[size], time.monotonic() - t0)
         _fill(broker, "warmup", 10, 10)
         brokers = f"0:{broker.host}:{broker.port}"
+        spark: Any = None
         if args.only != "python":
-            from zkconsumer.spark.export import run_export
             from zkconsumer.spark.session import build_session
 
             spark, startup = build_session(args.master, app_name="zkconsumer-bench-export")
             print(f"spark start-up ({args.master}): {startup:.2f} s", flush=True)
+        if args.only in (None, "spark"):
+            from zkconsumer.spark.export import run_export
+
             base = {"brokers": brokers, "numPartitions": str(PARTITIONS),
                     "fetchSize": str(args.fetch_size)}
             t0 = time.monotonic()
@@ -148,14 +210,20 @@ def main(args: argparse.Namespace) -> int:
                     kind = "spark" if run == args.spark_runs - 1 else f"spark (run {run + 1})"
                     _line(kind, size, result.rows, result.seconds)
                     shutil.rmtree(out, ignore_errors=True)
+        if spark is not None and writer_cluster is not None:
+            _writer_cases(spark, writer_cluster, args.writer_rows, sizes[0], args.spark_runs,
+                          args.writer_compression)
+        if spark is not None:
             spark.stop()
-        if args.only != "spark":
+        if args.only not in ("spark", "writer"):
             for size in sizes:
                 t0 = time.monotonic()
                 rows = _python_export(broker.host, broker.port, f"bench{size}",
                                       work / f"out-python-{size}", args.fetch_size)
                 _line("python", size, rows, time.monotonic() - t0)
     finally:
+        if writer_cluster is not None:
+            writer_cluster.stop()
         broker.stop()
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)

@@ -9,6 +9,18 @@ Every task produces through a `zkconsumer.producer.Producer` in sync mode with *
 produce** (each request is followed by an offsets request on the same connection, so a
 rejected set surfaces as an error instead of vanishing -- see client/produce.py).
 
+Grouping (issue 13: keyed writes were ~60x slower than unkeyed when they sent one confirmed
+produce, and with compression one wrapper, per run of equal consecutive keys): each Arrow batch
+is validated whole, then its rows are grouped by destination -- ``(topic, partition index)``
+with ``default_partition(key, n)`` over the producer's current partition list of the topic,
+exactly the Java-hash routing the producer (and the Scala producer) applies to one key -- and
+each group is sent in pieces of at most ``batchSize`` rows, each piece one message set (one
+compressed wrapper with a codec).  A piece is sent with one of its own keys, which routes it to
+the partition all of its keys hash to.  Rows keep their relative order within a partition.
+Unkeyed rows form one group per topic, and the producer picks a partition per piece.  If a
+broker fails mid-write and the producer retries over fewer partitions, a piece is re-routed as
+one unit (like a Scala ``ProducerData`` with its key).
+
 Commit protocol: a task returns its `Kafka07CommitMessage` (rows, bytes, per-topic counts) only
 after every row was confirmed; a task that fails raises and reports nothing, so the driver's
 ``commit()`` sees only complete tasks and no half-counted result.  **A 0.7 produce cannot be
@@ -21,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -30,6 +42,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.producer import Producer, ProducerConfig
+from zkconsumer.protocol import default_partition
 from zkconsumer.spark.options import WriteOptions
 
 __all__ = ["Kafka07CommitMessage", "Kafka07Writer"]
@@ -87,7 +100,8 @@ class Kafka07Writer(DataSourceArrowWriter):  # type: ignore[misc]
             for batch in iterator:
                 # Validate the whole batch (null values, missing topics) before sending any of
                 # it: a bad row must not leave the rows before it produced by a failing task.
-                runs = list(_runs(batch, self.opts.topic, self.opts.batch_size))
+                runs = _groups(batch, self.opts.topic, self.opts.batch_size,
+                               lambda t: len(producer.partitions_for(t)))
                 for topic, key, values in runs:
                     producer.send(topic, values, key=key)
                     rows += len(values)
@@ -120,14 +134,23 @@ def _column(batch: pa.RecordBatch, name: str) -> list[object] | None:
     return None
 
 
-def _runs(batch: pa.RecordBatch, default_topic: str | None, limit: int
-          ) -> Iterator[tuple[str, str | bytes | None, list[bytes]]]:
-    """Consecutive rows with the same (topic, key), at most ``limit`` per run, in row order."""
+def _groups(batch: pa.RecordBatch, default_topic: str | None, limit: int,
+            partition_count: Callable[[str], int]
+            ) -> list[tuple[str, str | bytes | None, list[bytes]]]:
+    """The batch's rows as ``(topic, routing key, payloads)`` sends, grouped by destination.
+
+    Every row is checked before anything is returned (a bad row fails the whole batch).  Keyed
+    rows are grouped by ``(topic, default_partition(key, n))`` with ``n`` from
+    ``partition_count(topic)`` (asked once per topic), unkeyed rows by topic; each group keeps
+    row order and is cut into pieces of at most ``limit`` rows.  The routing key of a piece is
+    the key of its first row, which hashes to the same partition as all the others.
+    """
     values = _column(batch, "value") or []
     topics = _column(batch, "topic")
     keys = _column(batch, "key")
-    run: list[bytes] = []
-    current: tuple[str, str | bytes | None] | None = None
+    counts: dict[str, int] = {}
+    index_of: dict[tuple[str, str | bytes], int] = {}
+    groups: dict[tuple[str, int], tuple[str | bytes | None, list[bytes]]] = {}
     for i, value in enumerate(values):
         if value is None:
             raise ConfigurationError(f"row {i} of a batch has a null value: 0.7 messages "
@@ -135,15 +158,25 @@ def _runs(batch: pa.RecordBatch, default_topic: str | None, limit: int
         topic = topics[i] if topics is not None and topics[i] is not None else default_topic
         if not isinstance(topic, str):
             raise ConfigurationError(f"row {i} has no topic and option topic is not set")
-        key = keys[i] if keys is not None else None
-        ident = (topic, key if isinstance(key, str | bytes) else None)
         payload = value.encode("utf-8") if isinstance(value, str) else value
         if not isinstance(payload, bytes):
             raise ConfigurationError(f"row {i}: value of type {type(value).__name__}")
-        if ident != current or len(run) >= limit:
-            if run and current is not None:
-                yield current[0], current[1], run
-            run, current = [], ident
-        run.append(payload)
-    if run and current is not None:
-        yield current[0], current[1], run
+        key = keys[i] if keys is not None else None
+        if isinstance(key, str | bytes):
+            index = index_of.get((topic, key))
+            if index is None:
+                n = counts.get(topic)
+                if n is None:
+                    n = counts[topic] = partition_count(topic)
+                index = index_of[(topic, key)] = default_partition(key, n) if n > 0 else 0
+            group = groups.get((topic, index))
+            if group is None:
+                group = groups[(topic, index)] = (key, [])
+        else:
+            group = groups.get((topic, -1))
+            if group is None:
+                group = groups[(topic, -1)] = (None, [])
+        group[1].append(payload)
+    return [(topic, key, payloads[j:j + limit])
+            for (topic, _), (key, payloads) in groups.items()
+            for j in range(0, len(payloads), max(1, limit))]
