@@ -99,15 +99,29 @@ class GroupConsumer:
                 name=f"Kafka-consumer-autocommit-{self.consumer_id}")
             self._autocommit_thread.start()
 
-    def close(self) -> None:
-        """Stop fetching, commit, and end the ZooKeeper session.  Idempotent."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop fetching, commit, and end the ZooKeeper session.  Idempotent.
+
+        With a ``timeout`` (seconds) the whole close returns within it, whatever ZooKeeper
+        does: the final commit writes every partition at once (`GroupConsumer.commit`), and
+        a session close ZooKeeper does not confirm in time is left to finish in the
+        background (the session, with our ids and owner znodes, then ends when it expires).
+        """
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left(cap: float | None = None) -> float | None:
+            if deadline is None:
+                return cap
+            rest = max(0.0, deadline - time.monotonic())
+            return rest if cap is None else min(cap, rest)
+
         self._autocommit_stop.set()
         coordinator = self._coordinator
-        coordinator.close()
+        coordinator.close(left(5.0) or 0.0)
         own = coordinator.ownership
         own.stop_fetchers()
         states = list(own.states().values())
@@ -115,12 +129,25 @@ class GroupConsumer:
         if states:
             coordinator._notify("on_revoked", own.owned())
         if self._started and (self.config.autocommit_enable or not self.config.auto_ack):
-            own.commit()
+            own.commit(timeout=left())
         own.drop_all_states()
         self._delivery.close()
-        self._session.close()
-        own.join_fetchers(timeout=1.0)
+        self._close_session(left())
+        own.join_fetchers(timeout=left(1.0) or 0.0)
         coordinator._set_state("CLOSED")
+
+    def _close_session(self, timeout: float | None) -> None:
+        if timeout is None:
+            self._session.close()
+            return
+        closer = threading.Thread(target=self._session.close, daemon=True,
+                                  name=f"zk-close-{self.consumer_id}")
+        closer.start()
+        closer.join(timeout)
+        if closer.is_alive():
+            log.warning("%s: ZooKeeper did not confirm the end of the session in time; its "
+                        "ids and owner znodes vanish when it expires (zk.sessiontimeout.ms)",
+                        self.consumer_id)
 
     def __enter__(self) -> GroupConsumer:
         self.start()
@@ -193,13 +220,15 @@ class GroupConsumer:
         if not self._coordinator.ownership.ack(message):
             log.debug("ignoring ack of %r: partition no longer owned", message)
 
-    def commit(self) -> None:
+    def commit(self, timeout: float | None = None) -> None:
         """Write the acknowledged offsets of owned partitions that changed since last time.
 
         Raises `ZooKeeperError` if some could not be written (the others are written).
+        With a ``timeout`` (seconds) all partitions are written at once and the call returns
+        within it, whatever ZooKeeper does; what was not written in time is logged.
         """
         self._check_started()
-        failures = self._coordinator.ownership.commit()
+        failures = self._coordinator.ownership.commit(timeout=timeout)
         if failures:
             raise ZooKeeperError(f"{failures} offset(s) could not be committed (see log)")
 
@@ -225,6 +254,17 @@ class GroupConsumer:
     def request_rebalance(self) -> None:
         """Ask the coordinator thread for a rebalance (normally ZooKeeper events do)."""
         self._coordinator.request_rebalance()
+
+    def watches_armed(self) -> bool:
+        """True if every ZooKeeper watch of the member is armed on the current connection
+        (they re-arm by themselves after every reconnect)."""
+        return self._coordinator.watches_armed()
+
+    def check_assignment(self) -> list[str]:
+        """Differences between what this member owns and the group's reference decision as
+        ZooKeeper shows it now, one line each ([] = agreement).  Reads ZooKeeper; raises
+        `ZkConsumerError` when it cannot."""
+        return self._coordinator.check_assignment()
 
     @property
     def stats(self) -> ConsumerStats:

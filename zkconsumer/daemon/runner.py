@@ -20,9 +20,15 @@ consumer commits and releases): wait up to ``--revoke-timeout`` for work already
 user code, ack what the sink acknowledged, fsync, then abandon the rest (`AckTracker.revoke`,
 `Sink.abandon`) -- the next owner re-reads it from the committed offset.
 
-Shutdown (`request_stop`, from SIGTERM/SIGINT): stop polling, wait for in-flight work (bounded
-by ``--shutdown-timeout``), close the sink, ack, commit, close the consumer -- which ends the
-ZooKeeper session so our ids and owner znodes vanish and peers rebalance at once.
+Shutdown (`request_stop`, from SIGTERM/SIGINT): stop polling, wait for in-flight work, close
+the sink, ack, commit, close the consumer -- which ends the ZooKeeper session so our ids and
+owner znodes vanish and peers rebalance at once.  ``--shutdown-timeout`` bounds all of it,
+even while ZooKeeper hangs: the final commit writes every partition at once with one
+deadline (`GroupConsumer.commit` with a timeout), and what it could not write is logged.
+
+Health (`health`, for ``/healthz``): besides a lost session and an idle member, a member that
+may be *deaf* -- its ZooKeeper watches not armed, or what it owns disagreeing with the
+group's reference decision -- for longer than ``--health-idle-timeout`` is unhealthy.
 """
 
 from __future__ import annotations
@@ -90,6 +96,10 @@ class Daemon:
         self._idle_since: float | None = clock()
         self._idle_cache: tuple[float, IdleVerdict] | None = None
         self.topics = TopicPresence(config.subscription)  # subscribed, not registered
+        # deafness checks of /healthz (see `_deafness`): since when, and the last drift read
+        self._unarmed_since: float | None = None
+        self._drift_since: float | None = None
+        self._drift_cache: tuple[float, list[str]] | None = None
         self.metrics = DaemonMetrics(self.snapshot)
         self._server: MetricsServer | None = None
         self._progress = (Progress(progress_stream or sys.stderr) if config.progress else None)
@@ -239,11 +249,11 @@ class Daemon:
             for message in messages:
                 consumer.ack(message)  # type: ignore[arg-type]
 
-    def _commit(self, consumer: GroupConsumer) -> None:
+    def _commit(self, consumer: GroupConsumer, timeout: float | None = None) -> None:
         self._sync_and_ack(consumer)
         started = time.perf_counter()
         try:
-            consumer.commit()
+            consumer.commit(timeout)
         except ZkConsumerError as exc:
             self.commit_failures += 1
             log.warning("commit failed: %s", exc, extra={"event": "commit_failed"})
@@ -274,12 +284,15 @@ class Daemon:
         try:
             self.sink.close(max(0.5, deadline - self._clock()))
             self._sink_closed = True
-            self._commit(consumer)
+            # all partitions at once, within what is left (a hung ZooKeeper must not hold
+            # the stop past --shutdown-timeout: a supervisor would kill -9 us meanwhile);
+            # what could not be written is logged by the consumer
+            self._commit(consumer, max(0.5, 0.8 * (deadline - self._clock())))
         except SinkError as exc:
             log.error("%s; not committing what was written since the last commit", exc)
             self._fatal = self._fatal or exc
         finally:
-            consumer.close()
+            consumer.close(timeout=max(0.5, deadline - self._clock()))
         log.info("stopped: %d messages consumed, %d acknowledged, %d commits",
                  self.consumed_messages, self.tracker.acked_messages, self.commits,
                  extra={"event": "stopped"})
@@ -368,6 +381,9 @@ class Daemon:
             return True, "starting"
         if self.state == "CLOSED":
             return False, "closed"
+        deaf = self._deafness()
+        if deaf is not None:
+            return False, deaf
         idle_since = self._idle_since
         if idle_since is not None:
             idle = self._clock() - idle_since
@@ -377,6 +393,51 @@ class Daemon:
                     return False, f"owns no partition for {idle:.0f}s {verdict.reason}"
                 return True, self.topics.annotate(verdict.reason)
         return True, self.topics.annotate("ok")
+
+    def _deafness(self) -> str | None:
+        """Why the member may be missing group changes, once that lasted ``--health-idle-timeout``.
+
+        Two symptoms, each tolerated for the bound (a reconnect or a rebalance passes through
+        both for a moment): ZooKeeper watches not armed on the current connection, and an
+        assignment that disagrees with the group's reference decision (read from ZooKeeper
+        at most every few seconds).  A disagreement also asks for a rebalance at once: if the
+        member missed an event, that alone repairs it.
+        """
+        consumer = self._consumer
+        if consumer is None or self.state == "SUSPENDED":
+            self._unarmed_since = self._drift_since = None
+            return None  # SUSPENDED: paused on purpose, and a session loss is reported above
+        now = self._clock()
+        bound = self.config.health_idle_timeout
+        if consumer.watches_armed():
+            self._unarmed_since = None
+        else:
+            if self._unarmed_since is None:
+                self._unarmed_since = now
+            if now - self._unarmed_since > bound:
+                return (f"ZooKeeper watches not armed for {now - self._unarmed_since:.0f}s: "
+                        "the member does not see joins, leaves or new partitions")
+        cached = self._drift_cache
+        if cached is None or now - cached[0] >= min(5.0, bound):
+            try:
+                drift = consumer.check_assignment()
+            except ZkConsumerError:
+                drift = cached[1] if cached is not None else []
+            self._drift_cache = (now, drift)
+            if drift:
+                consumer.request_rebalance()
+        drift = self._drift_cache[1] if self._drift_cache is not None else []
+        if not drift:
+            self._drift_since = None
+            return None
+        if self._drift_since is None:
+            self._drift_since = now
+        if now - self._drift_since > bound:
+            shown = "; ".join(drift[:3]) + (f" (+{len(drift) - 3} more)" if len(drift) > 3
+                                            else "")
+            return (f"assignment disagrees with the group's decision for "
+                    f"{now - self._drift_since:.0f}s: {shown}")
+        return None
 
     def _idle_verdict(self) -> IdleVerdict:
         """`read_idle_verdict` of the group (cached a few seconds: /healthz may be hammered)."""
