@@ -54,3 +54,10 @@ def test_peak_rate_over_windows() -> None:
     assert _peak_rate(samples, 0.5) == 2000.0
     assert _peak_rate(samples, 1.0) == 1100.0
     assert _peak_rate(samples[:1], 0.5) == 0.0
+
+
+def test_unwritten_entries_past_the_committed_offset_are_pending_not_lost() -> None:
+    records = [e for e in LOG if e[2] not in (2, 5, 7)]
+    t = count(range(1, 8), LOG, records, committed={"0-0": 20, "1-0": 0})
+    assert [g.describe() for g in t.gaps] == ["partition 0-0: 1 lost at offsets 10..10, ids 2..2"]
+    assert [(g.partition, g.ids) for g in t.pending] == [("0-0", [5]), ("1-0", [7])]

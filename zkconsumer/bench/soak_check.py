@@ -13,7 +13,10 @@ Two questions, answered from the outside only (never from a member's own word):
   messages share their wrapper's offset, so the id is part of the key.  A record consumed
   twice repeats its triple (a consumer replay: counted as a duplicate); the same id at two
   log positions is a producer retry (counted apart, in ``log_duplicates``).  Lost = a log
-  entry that no member wrote.  Gaps are reported per partition as offset and id ranges.
+  entry that no member wrote although the group's committed offset is past it ("committed
+  past, never written"); an unwritten entry at or after the committed offset is *pending*
+  (the group never got there: a stuck group, reported as such, never as a loss).  Gaps are
+  reported per partition as offset and id ranges.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer.assignment import assign
 from zkconsumer.consumer.groupinfo import describe_group
+from zkconsumer.zk.offsets import read_topic_offsets
 from zkconsumer.zk.paths import parse_partition_name
 from zkconsumer.zk.registry import read_brokers, read_topic_partitions
 from zkconsumer.zk.session import ZkSession
@@ -53,6 +57,9 @@ class Observer:
 
     def close(self) -> None:
         self.session.close()
+
+    def committed(self, group: str, topic: str) -> dict[str, int]:
+        return read_topic_offsets(self.session, group, topic, strict=False)
 
     def log_ends(self, groups: Sequence[str]) -> dict[tuple[str, str, str], int | None]:
         return {(g, p.topic, p.partition): p.log_end
@@ -149,7 +156,8 @@ class Tally:
     duplicates: int = 0        # records written more than once (replays)
     unknown: int = 0           # records whose entry is not in the log (must stay 0)
     torn: int = 0              # unreadable output lines (a torn last line after kill -9)
-    gaps: list[Gap] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)      # lost: committed past, never written
+    pending: list[Gap] = field(default_factory=list)   # not written, not committed either
 
     @property
     def lost(self) -> int:
@@ -176,9 +184,11 @@ def _gaps(log: list[Entry], seen: set[Entry]) -> list[Gap]:
 
 
 def count(produced: Iterable[int], log: list[Entry], records: list[Entry], *,
-          by_id: bool = False) -> Tally:
-    """Compare what the log holds with what was written.  ``by_id`` (mirrors): records are
-    entries of *another* log, so match on ids only and count duplicates per id."""
+          committed: dict[str, int] | None = None, by_id: bool = False) -> Tally:
+    """Compare what the log holds with what was written.  ``committed`` ("B-P" -> the
+    group's final offset; None = everything counts as committed) splits unwritten entries
+    into lost and pending.  ``by_id`` (mirrors): records are entries of *another* log, so
+    match on ids only and count duplicates per id."""
     produced_ids = set(produced)
     log_ids = Counter(e[2] for e in log)
     t = Tally(produced=len(produced_ids), in_log=len(log_ids),
@@ -189,12 +199,18 @@ def count(produced: Iterable[int], log: list[Entry], records: list[Entry], *,
         t.distinct = len(written)
         t.duplicates = max(0, sum(n - 1 for n in written.values()) - t.log_duplicates)
         t.unknown = sum(1 for i in written if i not in log_ids)
-        t.gaps = _gaps(log, {e for e in log if e[2] in written})
-        return t
-    seen = Counter(records)
-    t.distinct = len(seen)
-    t.duplicates = sum(n - 1 for n in seen.values())
-    log_set = set(log)
-    t.unknown = sum(1 for e in seen if e not in log_set)
-    t.gaps = _gaps(log, set(seen))
+        seen = {e for e in log if e[2] in written}
+    else:
+        counted = Counter(records)
+        t.distinct = len(counted)
+        t.duplicates = sum(n - 1 for n in counted.values())
+        log_set = set(log)
+        t.unknown = sum(1 for e in counted if e not in log_set)
+        seen = set(counted)
+    if committed is None:
+        t.gaps = _gaps(log, seen)
+    else:
+        done = [e for e in log if e[1] < committed.get(e[0], 0)]
+        t.gaps = _gaps(done, seen)
+        t.pending = _gaps([e for e in log if e[1] >= committed.get(e[0], 0)], seen)
     return t
