@@ -135,7 +135,12 @@ def main(args: argparse.Namespace) -> int:
 
     options = build_options(args)
     conf = parse_settings(args.conf, "--conf")
-    spark, startup = build_session(args.master, app_name="zkconsumer-export", conf=conf)
+    # Spark logs a failed task's JVM and Python traces (pages of them) before the action
+    # raises; the command says what failed in one line instead, so Spark's log is off unless
+    # asked for.
+    verbose = getattr(args, "debug", False) or getattr(args, "log_level", "") == "DEBUG"
+    spark, startup = build_session(args.master, app_name="zkconsumer-export", conf=conf,
+                                   log_level="WARN" if verbose else "OFF")
     # Offsets files are read through Spark's filesystem (a URI works), so after the session.
     options["startingOffsets"] = _offsets_arg(spark, args.start, args.to, "--from")
     options["endingOffsets"] = _offsets_arg(spark, args.until, args.to, "--until")
