@@ -8,28 +8,44 @@ import pytest
 
 from zkconsumer import cli
 from zkconsumer.bench import cli as bench_cli
+from zkconsumer.protocol import accel, active_decoder
 
-LINE = re.compile(r"^(decode|encode) (none|gzip|snappy) (100B|1KiB): \d+ msg/s \(\d+\.\d MB/s\)$")
+LINE = re.compile(r"^(decode|batch|encode) (none|gzip|snappy) (100B|1KiB) (compiled|pure): "
+                  r"\d+ msg/s \(\d+\.\d MB/s, \d+\.\d{3} CPU s/M msg\)$")
+
+
+def _figures(out: str) -> list[str]:
+    return [line for line in out.splitlines() if not line.startswith("#")]
 
 
 def test_bench_codec_prints_one_line_per_case(capsys: pytest.CaptureFixture[str]) -> None:
     status = cli.main(["bench", "codec", "--seconds", "0", "--messages", "20", "--batch", "7"])
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out
+    lines = _figures(out)
     assert status == 0
-    assert len(lines) == 12  # 2 ops x 3 codecs x 2 sizes
+    assert out.startswith(f"# decoder: {accel.IMPLEMENTATION}")
     assert all(LINE.match(line) for line in lines), lines
-    assert {line.split(":")[0] for line in lines} == {
-        f"{op} {codec} {size}" for op in ("decode", "encode")
-        for codec in ("none", "gzip", "snappy") for size in ("100B", "1KiB")}
+    paths = ["compiled", "pure"] if accel.speedups is not None else ["pure"]
+    assert sorted(line.split(":")[0] for line in lines) == sorted(
+        [f"{op} {codec} {size} {path}" for op in ("decode", "batch") for path in paths
+         for codec in ("none", "gzip", "snappy") for size in ("100B", "1KiB")]
+        + [f"encode {codec} {size} pure" for codec in ("none", "gzip", "snappy")
+           for size in ("100B", "1KiB")])
 
 
 def test_bench_codec_filters(capsys: pytest.CaptureFixture[str]) -> None:
     status = cli.main(["bench", "codec", "--seconds", "0", "--messages", "5", "--only",
-                       "decode", "--codec", "snappy", "--size", "100"])
+                       "decode", "--codec", "snappy", "--size", "100", "--path", "pure"])
     assert status == 0
-    out = capsys.readouterr().out.splitlines()
+    out = _figures(capsys.readouterr().out)
     assert len(out) == 1
-    assert out[0].startswith("decode snappy 100B: ")
+    assert out[0].startswith("decode snappy 100B pure: ")
+
+
+def test_bench_codec_leaves_the_decoder_as_it_found_it(decoder: str) -> None:
+    assert cli.main(["bench", "codec", "--seconds", "0", "--messages", "3", "--only", "batch",
+                     "--codec", "none", "--size", "100"]) == 0
+    assert active_decoder() == decoder
 
 
 def test_bench_without_a_name_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
