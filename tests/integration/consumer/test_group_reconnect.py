@@ -8,7 +8,7 @@ SUSPENDED, reconnects with the same session and has dropped every watcher meanwh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,9 +29,9 @@ class States:
 
 
 @pytest.fixture
-def zk_proxy(zk_server: Any) -> Iterator[TcpProxy]:
-    with TcpProxy(zk_server.port).start() as proxy:
-        yield proxy
+def zk_proxy(zk_server: Any, tcp_proxy: Callable[[int], TcpProxy]) -> TcpProxy:
+    """A TCP proxy in front of the test ZooKeeper (the `tcp_proxy` fixture)."""
+    return tcp_proxy(zk_server.port)
 
 
 def _topic(dev_broker: Any, zk_client: KazooClient, partitions: int = 4) -> Any:

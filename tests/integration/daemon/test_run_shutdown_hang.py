@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,9 @@ SHUTDOWN_TIMEOUT = 3.0
 
 
 @pytest.fixture
-def zk_proxy(zk_server: Any) -> Iterator[TcpProxy]:
-    with TcpProxy(zk_server.port).start() as proxy:
-        yield proxy
+def zk_proxy(zk_server: Any, tcp_proxy: Callable[[int], TcpProxy]) -> TcpProxy:
+    """A TCP proxy in front of the test ZooKeeper (the `tcp_proxy` fixture)."""
+    return tcp_proxy(zk_server.port)
 
 
 def test_sigterm_with_a_hung_zookeeper_keeps_the_shutdown_timeout(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from fixtures.waiting import wait_until
@@ -79,29 +80,30 @@ def test_raising_callback_keeps_the_watch(zk_session: ZkSession, zk_client: Kazo
 
 
 def test_watch_is_rearmed_after_a_connection_loss_that_keeps_the_session(
-        zk_server: Any, zk_chroot: str, zk_client: KazooClient) -> None:
+        zk_server: Any, zk_chroot: str, zk_client: KazooClient,
+        tcp_proxy: Callable[[int], TcpProxy]) -> None:
     # Issue 11, Defect 2: kazoo drops every watcher when the connection drops, also when the
     # session survives (SUSPENDED -> CONNECTED, same session id).  The watch must re-arm on
     # the reconnect, report the children once, and see every later change.
-    with TcpProxy(zk_server.port).start() as proxy:
-        session = ZkSession(f"{proxy.address}{zk_chroot}", session_timeout_ms=10000).start()
-        try:
-            rec = Recorder()
-            watch = watch_children(session, "/consumers/g/ids", rec)
-            zk_client.create("/consumers/g/ids/a", b"{}", makepath=True)
-            wait_until(lambda: rec.last() == ["a"], what="first change")
-            assert watch.armed
-            sid = session.session_id
-            states: list[str] = []
-            session.add_state_listener(lambda s: states.append(s.value))
-            assert proxy.drop_all() >= 1
-            wait_until(lambda: states[-2:] == ["SUSPENDED", "CONNECTED"], timeout=15,
-                       what="suspended, then reconnected")
-            assert session.session_id == sid  # the session was kept
-            wait_until(lambda: watch.armed, what="watch re-armed")
-            zk_client.create("/consumers/g/ids/b", b"{}")
-            wait_until(lambda: rec.last() == ["a", "b"], what="change after the reconnect")
-            zk_client.delete("/consumers/g/ids/a")
-            wait_until(lambda: rec.last() == ["b"], what="second change after the reconnect")
-        finally:
-            session.close()
+    proxy = tcp_proxy(zk_server.port)
+    session = ZkSession(f"{proxy.address}{zk_chroot}", session_timeout_ms=10000).start()
+    try:
+        rec = Recorder()
+        watch = watch_children(session, "/consumers/g/ids", rec)
+        zk_client.create("/consumers/g/ids/a", b"{}", makepath=True)
+        wait_until(lambda: rec.last() == ["a"], what="first change")
+        assert watch.armed
+        sid = session.session_id
+        states: list[str] = []
+        session.add_state_listener(lambda s: states.append(s.value))
+        assert proxy.drop_all() >= 1
+        wait_until(lambda: states[-2:] == ["SUSPENDED", "CONNECTED"], timeout=15,
+                   what="suspended, then reconnected")
+        assert session.session_id == sid  # the session was kept
+        wait_until(lambda: watch.armed, what="watch re-armed")
+        zk_client.create("/consumers/g/ids/b", b"{}")
+        wait_until(lambda: rec.last() == ["a", "b"], what="change after the reconnect")
+        zk_client.delete("/consumers/g/ids/a")
+        wait_until(lambda: rec.last() == ["b"], what="second change after the reconnect")
+    finally:
+        session.close()
