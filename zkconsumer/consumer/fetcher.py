@@ -15,7 +15,14 @@ The 0.7.2 ``FetcherRunnable`` loop, with its failure modes fixed (REFERENCE §2.
   doubles that partition's fetch size up to ``max.fetch.size``; beyond it the partition is
   parked and `MessageTooLargeError` (topic, partition, offset) is queued for the application.
   The other partitions keep being fetched -- Scala's fetcher thread died instead;
-* corrupt data (CRC, magic, misaligned offset) parks just that partition the same way;
+* corrupt data (CRC, magic, size) parks just that partition the same way, *at the corrupt
+  message*: the whole messages in front of it in the same answer are queued first
+  (`decode_valid_prefix`), and the error's offset is the corrupt message's;
+* a start offset (the committed offset read at the claim) at which the first fetch finds no
+  whole message is checked against the broker (`zkconsumer.client.alignment`): if it lies
+  inside a message the partition is parked with `MisalignedOffsetError` naming topic,
+  partition, offset, the boundaries around it and the ``offsets reset`` fix -- instead of
+  growing the fetch to ``max.fetch.size`` and blaming the message size;
 * connection errors back off and reconnect: a dead broker's partitions vanish from
   ``/brokers/topics/T`` and the rebalance moves them, or the broker comes back.
 
@@ -32,6 +39,7 @@ import struct
 import threading
 from collections.abc import Callable, Sequence
 
+from zkconsumer.client.alignment import check_alignment, misaligned_error
 from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer.delivery import Delivery, FetchHandle
 from zkconsumer.consumer.message import PartitionState
@@ -40,6 +48,7 @@ from zkconsumer.errors import (
     BrokerError,
     DecodeError,
     MessageTooLargeError,
+    MisalignedOffsetError,
     ZkConsumerError,
 )
 from zkconsumer.protocol import (
@@ -47,8 +56,8 @@ from zkconsumer.protocol import (
     LATEST_TIME,
     ErrorCode,
     FetchRequest,
-    decode_message_set,
 )
+from zkconsumer.protocol.prefix import decode_valid_prefix
 from zkconsumer.zk.paths import BrokerInfo
 
 __all__ = ["Fetcher"]
@@ -81,6 +90,8 @@ class Fetcher:
         self._buffer_size = buffer_size
         self._on_reset = on_reset
         self._wake = threading.Event()
+        #: partitions whose fetch offset is not yet known to be a message boundary
+        self._unchecked = {s.key for s in self.states}
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
@@ -152,15 +163,21 @@ class Fetcher:
             if not data:
                 state.log_end = request.offset  # an empty answer: we are at the end
                 continue
-            try:
-                decoded = decode_message_set(data, request.offset)
-            except DecodeError as exc:
-                self._park(state, exc)
-                continue
+            decoded, error = decode_valid_prefix(data, request.offset)
             if decoded.valid_bytes == 0:
+                if state.key in self._unchecked:
+                    self._unchecked.discard(state.key)
+                    misaligned = self._misaligned(consumer, state, request.offset, error)
+                    if misaligned is not None:
+                        self._park(state, misaligned)
+                        continue
+                if error is not None:
+                    self._park(state, error)
+                    continue
                 self._grow(state, request.offset, data)
                 got_data = True  # retry at once with the bigger size
                 continue
+            self._unchecked.discard(state.key)
             state.fetch_size = self._fetch_size
             end = request.offset + decoded.valid_bytes
             if state.log_end is not None and end > state.log_end:
@@ -169,12 +186,36 @@ class Fetcher:
                                           decoded.messages)
             if not accepted and self.handle.stopped:
                 return got_data
+            if error is not None and accepted:
+                # the valid prefix is queued; park at the corrupt message (error.offset)
+                self._park(state, error)
             got_data = True
         return got_data
+
+    def _misaligned(self, consumer: SimpleConsumer, state: PartitionState, offset: int,
+                    error: DecodeError | None) -> MisalignedOffsetError | None:
+        """The first fetch at a start offset found no whole message: is it inside one?
+
+        Only start offsets (the committed offset read at the claim) can be misaligned:
+        later fetch offsets are reached by walking whole messages, and reset offsets come
+        from the broker.  Undecided or unreachable: None, the caller goes on as before.
+        """
+        try:
+            verdict = check_alignment(consumer, state.topic, state.partition_id, offset)
+        except (BrokerError, BrokerConnectionError) as exc:
+            log.info("%s/%s: could not check whether offset %s is a message boundary: %s",
+                     state.topic, state.name, offset, exc)
+            return None
+        if verdict.aligned is not False:
+            return None
+        found = misaligned_error(state.topic, state.name, offset, verdict)
+        found.__cause__ = error
+        return found
 
     def _resolve_initial(self, consumer: SimpleConsumer, state: PartitionState) -> None:
         """No committed offset: ``autooffset.reset`` (not written to ZooKeeper, as Scala)."""
         offset = self._ask_reset_offset(consumer, state)
+        self._unchecked.discard(state.key)  # the broker's offsets are boundaries
         log.info("%s/%s has no committed offset; starting at %s (%s)", state.topic,
                  state.name, offset, self._reset_policy)
         self._delivery.reset(self.handle, state, offset)
@@ -189,6 +230,7 @@ class Fetcher:
             offset = self._ask_reset_offset(consumer, state)
             log.warning("offset %s of %s/%s is out of range; resetting to %s (%s)",
                         request.offset, state.topic, state.name, offset, self._reset_policy)
+            self._unchecked.discard(state.key)
             if self._delivery.reset(self.handle, state, offset):
                 try:
                     self._on_reset(state, offset)

@@ -8,7 +8,8 @@ that subscribes to the topic).
 
 Invariants: read-only (never writes ZooKeeper); a broker that cannot be reached leaves
 ``log_end``/``lag`` as ``None`` instead of failing the report; members with unreadable ids
-values are reported, not fatal.
+values, unreadable broker registrations and unreadable committed offsets are reported as
+problems (partitions on a broker missing from ``/brokers/ids`` are unfetchable), not fatal.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer.view import read_members
-from zkconsumer.errors import BrokerConnectionError, BrokerError
+from zkconsumer.errors import BrokerConnectionError, BrokerError, ZnodeDataError
 from zkconsumer.zk.offsets import read_topic_offsets
 from zkconsumer.zk.paths import CONSUMERS, BrokerInfo, owners_path, topic_path
 from zkconsumer.zk.registry import read_brokers, read_owners, read_partition_names, read_topics
@@ -91,13 +92,13 @@ def describe_group(session: ZkSession, group: str, *, log_end: bool = True,
         report.problems.append(f"member {cid} has an unreadable registration: {why}")
     topics = set(live_threads) | set(session.get_children(owners_path(group)))
     topics |= set(session.get_children(f"{CONSUMERS}/{group}/offsets"))
-    brokers = read_brokers(session) if log_end else {}
+    brokers = read_brokers(session)  # unreadable registrations are skipped (logged once)
     clients: dict[int, SimpleConsumer] = {}
     try:
         for topic in sorted(topics):
             _describe_topic(session, group, topic, topic in live_threads,
                             live_threads.get(topic, set()), brokers, clients, socket_timeout,
-                            report)
+                            report, log_end)
     finally:
         for c in clients.values():
             c.close()
@@ -109,18 +110,28 @@ def describe_group(session: ZkSession, group: str, *, log_end: bool = True,
 def _describe_topic(session: ZkSession, group: str, topic: str, subscribed: bool,
                     threads: set[str], brokers: dict[int, BrokerInfo],
                     clients: dict[int, SimpleConsumer], socket_timeout: float,
-                    report: GroupReport) -> None:
+                    report: GroupReport, log_end: bool = True) -> None:
     owners = read_owners(session, group, topic)
-    offsets = read_topic_offsets(session, group, topic, strict=False)
+    bad_offsets: list[ZnodeDataError] = []
+    offsets = read_topic_offsets(session, group, topic, strict=False, skipped=bad_offsets)
     names = read_partition_names(session, topic)
+    for exc in bad_offsets:
+        report.problems.append(f"{topic}/{exc.path.rsplit('/', 1)[-1]}: the committed offset "
+                               f"is unreadable ({exc}); members park this partition")
     for name in sorted(set(names) | set(owners) | set(offsets)):
         owner = owners.get(name)
         live = owner is not None and owner in threads
-        end = _log_end(topic, name, brokers, clients, socket_timeout) if name in names else None
+        end = (_log_end(topic, name, brokers, clients, socket_timeout)
+               if log_end and name in names else None)
         offset = offsets.get(name)
         lag = end - offset if end is not None and offset is not None else None
         report.partitions.append(PartitionInfo(topic, name, owner, live, offset, end, lag))
-        if subscribed and name in names:
+        unregistered = name in names and int(name.split("-", 1)[0]) not in brokers
+        if subscribed and unregistered:
+            report.problems.append(f"{topic}/{name} is on broker {name.split('-', 1)[0]}, "
+                                   "which is not registered in /brokers/ids (or its "
+                                   "registration is unreadable): no member can fetch it")
+        elif subscribed and name in names:
             if owner is None:
                 report.problems.append(f"{topic}/{name} has no owner")
             elif not live:

@@ -38,10 +38,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
 from zkconsumer.consumer.config import ConsumerConfig
-from zkconsumer.consumer.delivery import Delivery
+from zkconsumer.consumer.delivery import Delivery, FetchHandle
 from zkconsumer.consumer.fetcher import Fetcher
 from zkconsumer.consumer.message import ConsumerStats, Message, PartitionState
-from zkconsumer.errors import ZkConsumerError, ZooKeeperError
+from zkconsumer.errors import ZkConsumerError, ZnodeDataError, ZooKeeperError
 from zkconsumer.zk.offsets import commit_offset_cas, read_offset_versioned
 from zkconsumer.zk.paths import (
     BrokerInfo,
@@ -128,15 +128,8 @@ class Ownership:
             return True
 
     def commit(self, states: Iterable[PartitionState] | None = None, *,
-               forward_only: bool = False, timeout: float | None = None) -> int:
+               forward_only: bool = False) -> int:
         """Write changed acknowledged offsets; returns the number of failed writes.
-
-        With a ``timeout`` (seconds) every partition is written at once, each in its own
-        thread, and the call returns within it whatever ZooKeeper does: a hung
-        ZooKeeper costs one operation timeout *in total*, not one per partition, which is
-        what lets a shutdown keep its ``--shutdown-timeout``.  A write still running then is
-        counted as failed and logged with its offset (the partition's next owner replays
-        from the stored one: nothing is lost, a little is re-read); it may still land.
 
         ``forward_only`` is used after a session loss, when our owner znodes are gone and
         another member may already own the partition: we then write our acknowledged offset
@@ -157,58 +150,23 @@ class Ownership:
             if not todo:
                 return 0
             started = self._clock()
-            if timeout is None:
-                failures = sum(not self._commit_one(state, value, forward_only)
-                               for state, value in todo)
-            else:
-                failures = self._commit_concurrently(todo, forward_only, started + timeout)
+            failures = 0
+            for state, value in todo:
+                try:
+                    rewind = not forward_only and state.committed_offset is not None
+                    if not self._write_offset(state, value, may_rewind=rewind):
+                        continue
+                    log.debug("committed %s/%s = %s", state.topic, state.name, value)
+                    state.committed_offset = value
+                    self.stats.offsets_written += 1
+                except ZkConsumerError as exc:
+                    failures += 1
+                    log.warning("could not commit offset %s of %s/%s: %s", value, state.topic,
+                                state.name, exc)
             self.stats.commits += 1
             self.stats.commit_failures += failures
             self.stats.last_commit_latency = self._clock() - started
             return failures
-
-    def _commit_one(self, state: PartitionState, value: int, forward_only: bool) -> bool:
-        """Write one partition's offset; False if that failed (logged)."""
-        try:
-            rewind = not forward_only and state.committed_offset is not None
-            if not self._write_offset(state, value, may_rewind=rewind):
-                return True  # a stored offset ahead of ours was kept: nothing to retry
-            log.debug("committed %s/%s = %s", state.topic, state.name, value)
-            state.committed_offset = value
-            self.stats.offsets_written += 1
-            return True
-        except ZkConsumerError as exc:
-            log.warning("could not commit offset %s of %s/%s: %s", value, state.topic,
-                        state.name, exc)
-            return False
-
-    def _commit_concurrently(self, todo: list[tuple[PartitionState, int]], forward_only: bool,
-                             deadline: float) -> int:
-        """`_commit_one` for every partition at once; failures (and writes still running
-        at ``deadline``) are counted and logged."""
-        results: dict[int, bool] = {}
-        done = threading.Condition()
-
-        def write(i: int, state: PartitionState, value: int) -> None:
-            ok = self._commit_one(state, value, forward_only)
-            with done:
-                results[i] = ok
-                done.notify_all()
-
-        for i, (state, value) in enumerate(todo):
-            # daemon threads: a write stuck in a hung ZooKeeper must not keep the process
-            threading.Thread(target=write, args=(i, state, value), daemon=True,
-                             name=f"commit-{state.topic}-{state.name}").start()
-        with done:
-            done.wait_for(lambda: len(results) == len(todo),
-                          max(0.0, deadline - self._clock()))
-            finished = dict(results)
-        late = [f"{state.topic}/{state.name}={value}"
-                for i, (state, value) in enumerate(todo) if i not in finished]
-        if late:
-            log.error("offsets of %d partition(s) not committed in time (their next owner "
-                      "re-reads from the stored offset): %s", len(late), ", ".join(late))
-        return len(late) + sum(not ok for ok in finished.values())
 
     def _write_offset(self, state: PartitionState, value: int, *, may_rewind: bool) -> bool:
         """Compare-and-set ``value``; False if a stored offset ahead of it was kept.
@@ -440,6 +398,10 @@ class Ownership:
             with self._ack_lock:
                 for state, _ in new:
                     self._states[state.key] = state
+        for state, _ in new:
+            if state.error is not None:  # parked at the claim (unreadable committed offset)
+                log.error("not fetching %s/%s: %s", state.topic, state.name, state.error)
+                self.delivery.put_error(FetchHandle(), state, state.error)
         return []
 
     def _rollback(self, created: list[tuple[str, bytes]]) -> None:
@@ -451,9 +413,27 @@ class Ownership:
 
     def _new_state(self, topic: str, name: str,
                    thread: str) -> tuple[PartitionState, int | None]:
-        """The state of a just-claimed partition and its offset znode version."""
+        """The state of a just-claimed partition and its offset znode version.
+
+        An unreadable committed offset (``abc``, ``-5``, ``1.5``, beyond 2**63-1, empty)
+        parks only this partition: the state carries the error (no fetcher takes it, the
+        application gets the error once from poll) and nothing is ever committed for it,
+        so the bad value stays for an operator to see and fix.  Every other partition of
+        the claim goes ahead -- before, the claim failed as a whole, on every rebalance.
+        """
         broker, part = parse_partition_name(name)
-        offset, version = read_offset_versioned(self.session, self.group, topic, name)
+        try:
+            offset, version = read_offset_versioned(self.session, self.group, topic, name)
+        except ZnodeDataError as exc:
+            why = str(exc).rsplit(" [znode ", 1)[0]  # the new error names path and value
+            state = PartitionState(topic, broker, part, thread, None, None,
+                                   self.config.fetch_size)
+            state.error = ZnodeDataError(
+                f"committed offset of {topic}/{name} is unreadable, the partition is parked "
+                f"(the others are consumed); set it with `zkconsumer offsets reset --zk ZK "
+                f"--group {self.group} --topic {topic} --to earliest|latest|FILE` (stop the "
+                f"group's members first or add --force): {why}", path=exc.path, data=exc.data)
+            return state, None
         return (PartitionState(topic, broker, part, thread, offset, offset,
                                self.config.fetch_size), version)
 

@@ -12,6 +12,15 @@ the owner znodes, so if that member (or a Scala member that can read its value) 
 partitions, our claim on them conflicts and is rolled back; the worst case is a failed
 attempt, which is what the reference gives anyway.
 
+Partitions on a broker that is not in ``/brokers/ids`` (not registered, or its registration
+is unreadable and skipped by `zkconsumer.zk.registry`) stay in the partition lists, so every
+member -- Scala ones too -- computes the same reference assignment; `GroupView.assignable`
+then drops them from *this* member's decision with one ERROR per distinct set: nobody can
+fetch them, so claiming them would only hide them behind an owner znode.  They stay unowned
+(``group describe`` says why) until the broker registers and the group rebalances; the other
+partitions are claimed and consumed as usual.  (The reference fails the whole rebalance of
+the member they fall to: IllegalStateException "Broker N is unavailable".)
+
 Invariants: a member or broker znode that vanishes between listing and reading is skipped
 (it is leaving; its departure fires the watch and we rebalance again); our own registration
 must be in the view, else `ConsumerError` fails the attempt (the reference throws too).
@@ -32,7 +41,7 @@ from zkconsumer.zk.paths import (
     consumer_ids_path,
     parse_topic_count,
 )
-from zkconsumer.zk.registry import read_brokers, read_partition_names, read_topics
+from zkconsumer.zk.registry import log_once, read_brokers, read_partition_names, read_topics
 from zkconsumer.zk.session import ZkSession
 
 __all__ = ["GroupView", "read_view"]
@@ -57,6 +66,29 @@ class GroupView:
         per_topic = assign_topics(self.partitions, self.threads, self.my_threads)
         return {(topic, name): thread for topic, m in per_topic.items()
                 for name, thread in m.items()}
+
+    def assignable(self, decision: dict[tuple[str, str], str], group: str,
+                   consumer_id: str) -> dict[tuple[str, str], str]:
+        """``decision`` without the partitions of unregistered brokers (module docstring).
+
+        Logs one ERROR per distinct set of such partitions, not one per rebalance.
+        """
+        keep: dict[tuple[str, str], str] = {}
+        dropped: dict[int, list[str]] = {}
+        for (topic, name), thread in decision.items():
+            broker = int(name.split("-", 1)[0])
+            if broker in self.brokers:
+                keep[(topic, name)] = thread
+            else:
+                dropped.setdefault(broker, []).append(f"{topic}/{name}")
+        for broker, names in sorted(dropped.items()):
+            log_once(log, logging.ERROR,
+                     ("unassignable", group, consumer_id, broker, tuple(sorted(names))),
+                     "group %s: %s not claimed by %s: broker %s holds them in /brokers/topics "
+                     "but is not registered in /brokers/ids (or its registration is "
+                     "unreadable); they stay unowned until it registers and the group "
+                     "rebalances", group, ", ".join(sorted(names)), consumer_id, broker)
+        return keep
 
 
 def read_members(session: ZkSession, group: str) -> tuple[dict[str, TopicCount], dict[str, str]]:

@@ -100,11 +100,13 @@ def list_groups(session: ZkSession) -> list[str]:
     return session.get_children(CONSUMERS)
 
 
-def export_groups(session: ZkSession, groups: Iterable[str] | None = None) -> GroupOffsets:
+def export_groups(session: ZkSession, groups: Iterable[str] | None = None, *,
+                  skipped: list[ZnodeDataError] | None = None) -> GroupOffsets:
     """Committed offsets of ``groups`` (all groups if None).  Unreadable znodes are skipped
-    with a warning (see `zkconsumer.zk.offsets`): exporting garbage would poison the import."""
+    with a warning (see `zkconsumer.zk.offsets`): exporting garbage would poison the import.
+    Each skipped one's error is appended to ``skipped`` (the CLI then exits non-zero)."""
     names = list(groups) if groups is not None else list_groups(session)
-    return {g: read_group_offsets(session, g, strict=False) for g in names}
+    return {g: read_group_offsets(session, g, strict=False, skipped=skipped) for g in names}
 
 
 def format_scala(offsets: GroupOffsets) -> str:
@@ -272,7 +274,7 @@ def import_warnings(session: ZkSession, changes: Iterable[Change]) -> list[str]:
     warnings = []
     for topic in sorted(by_topic):
         try:
-            registered = set(read_partition_names(session, topic))
+            registered = set(read_partition_names(session, topic, strict=True))
         except ZnodeDataError as exc:
             warnings.append(f"topic {topic}: cannot check its partitions ({exc})")
             continue

@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 from zkconsumer.client import parse_broker_address, query_offsets
-from zkconsumer.errors import ConfigurationError
+from zkconsumer.errors import ConfigurationError, ZnodeDataError
 from zkconsumer.migrate.offsets import (
     Change,
     apply_changes,
@@ -67,7 +67,9 @@ examples:
   zkconsumer offsets export --zk zk1:2181/kafka --output all-groups.offsets
   zkconsumer offsets export --zk zk1:2181/kafka --group billing --format json > billing.json
 
-exit status: 0 success, 1 error (e.g. a --group that does not exist)
+exit status: 0 success, 1 error (e.g. a --group that does not exist) or an incomplete export:
+a committed offset that is not a number (garbage in ZooKeeper) is skipped, named on stderr,
+and the rest is written
 """
 
 IMPORT_EPILOG = """\
@@ -199,7 +201,8 @@ def main(args: argparse.Namespace) -> int:
                 raise ConfigurationError(
                     f"no consumer group {', '.join(map(repr, missing))} in ZooKeeper at "
                     f"{args.zk} (`zkconsumer group list` shows the groups)")
-            offsets = export_groups(session, args.group)
+            skipped: list[ZnodeDataError] = []
+            offsets = export_groups(session, args.group, skipped=skipped)
             text = format_json(offsets) if args.format == "json" else format_scala(offsets)
             if args.output:
                 Path(args.output).write_text(text, encoding="utf-8")
@@ -208,6 +211,14 @@ def main(args: argparse.Namespace) -> int:
                       file=sys.stderr)
             else:
                 sys.stdout.write(text)
+            if skipped:
+                # the readable offsets are exported; the exit status says the file is
+                # incomplete (an import of it would leave those partitions as they are)
+                sys.stdout.flush()
+                print(f"zkconsumer offsets: error: {len(skipped)} partition(s) not exported, "
+                      "their committed offset is unreadable: "
+                      + "; ".join(f"{e.path} = {e.data!r}" for e in skipped), file=sys.stderr)
+                return 1
             return 0
         if command == "import":
             parsed = parse_offsets_text(_read_file(args.file), args.file)

@@ -123,8 +123,10 @@ def commit_offset(session: ZkSession, group: str, topic: str, partition: str,
 
 
 def read_topic_offsets(session: ZkSession, group: str, topic: str, *,
-                       strict: bool = True) -> dict[str, int]:
-    """``{"B-P": offset}`` for one topic.  ``strict=False`` logs and skips garbage values."""
+                       strict: bool = True,
+                       skipped: list[ZnodeDataError] | None = None) -> dict[str, int]:
+    """``{"B-P": offset}`` for one topic.  ``strict=False`` logs and skips garbage values,
+    appending each one's error to ``skipped`` when given (so a caller can fail or report)."""
     result: dict[str, int] = {}
     for pname in session.get_children(offsets_topic_path(group, topic)):
         try:
@@ -133,18 +135,23 @@ def read_topic_offsets(session: ZkSession, group: str, topic: str, *,
             if strict:
                 raise
             log.warning("skipping unreadable offset: %s", exc)
+            if skipped is not None:
+                skipped.append(exc)
             continue
         if value is not None:
             result[pname] = value
     return result
 
 
-def read_group_offsets(session: ZkSession, group: str, *,
-                       strict: bool = True) -> dict[str, dict[str, int]]:
-    """``{topic: {"B-P": offset}}`` for every committed offset of a group (ExportZkOffsets)."""
+def read_group_offsets(session: ZkSession, group: str, *, strict: bool = True,
+                       skipped: list[ZnodeDataError] | None = None
+                       ) -> dict[str, dict[str, int]]:
+    """``{topic: {"B-P": offset}}`` for every committed offset of a group (ExportZkOffsets).
+
+    ``strict=False``: garbage values are skipped (and appended to ``skipped`` if given)."""
     result: dict[str, dict[str, int]] = {}
     for topic in session.get_children(offsets_path(group)):
-        offsets = read_topic_offsets(session, group, topic, strict=strict)
+        offsets = read_topic_offsets(session, group, topic, strict=strict, skipped=skipped)
         if offsets:
             result[topic] = offsets
     return result

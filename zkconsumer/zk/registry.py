@@ -7,14 +7,27 @@ Invariants:
 
 * A znode that disappears between listing its parent and reading it is skipped, not an
   error: ephemeral znodes come and go while we read (a broker or consumer dying).
-* A znode that holds garbage raises `ZnodeDataError`, as the Scala readers throw: a silently
-  skipped broker or member would make this process compute a different assignment from
-  every Scala member of the group.
+* A *broker* znode that holds garbage (``/brokers/ids/N``, ``/brokers/topics/T/N``, a child
+  name that is not a number) is skipped with one ERROR per distinct bad value
+  (`report_bad_znode`), unless the caller asks for ``strict=True`` (then `ZnodeDataError`,
+  as the Scala readers throw).  One bad registration must not stop every consumer, tool and
+  report of the cluster: the Scala consumer cannot rebalance at all then (its getCluster
+  throws on every attempt), and a broker nobody can parse cannot be fetched from anyway.
+  The producer skipped them already.  A skipped ``/brokers/ids/N`` leaves N's partitions
+  in the topic's partition list (so every member still computes the reference assignment);
+  the consumer does not claim partitions of a broker missing from `read_brokers`.
+* Group znodes with garbage (members' ids values) still raise `ZnodeDataError`: the consumer
+  treats them in `zkconsumer.consumer.view`.
 * Lists are returned in a stable order; partition names in the consumer's *string* order.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Hashable
+
+from zkconsumer.errors import ZnodeDataError
 from zkconsumer.zk.paths import (
     BROKER_IDS,
     BROKER_TOPICS,
@@ -35,24 +48,65 @@ from zkconsumer.zk.paths import (
 from zkconsumer.zk.session import ZkSession
 
 __all__ = [
+    "log_once",
     "read_brokers",
     "read_group_members",
     "read_owners",
     "read_partition_names",
     "read_topic_partitions",
     "read_topics",
+    "report_bad_znode",
 ]
 
+log = logging.getLogger(__name__)
 
-def read_brokers(session: ZkSession) -> dict[int, BrokerInfo]:
-    """``/brokers/ids/*`` -> ``{id: BrokerInfo}`` (ZkUtils.getCluster)."""
+#: Keys already logged by `log_once`; bounded (cleared when full: a repeat is harmless).
+_logged: set[Hashable] = set()
+_logged_lock = threading.Lock()
+_MAX_LOGGED = 4096
+
+
+def log_once(logger: logging.Logger, level: int, key: Hashable, msg: str, *args: object) -> bool:
+    """Log ``msg`` the first time ``key`` is seen in this process; True if it was logged.
+
+    For conditions re-read on every rebalance or refresh (a garbage znode, a partition on an
+    unregistered broker): one loud line per distinct bad value, not one per rebalance.
+    """
+    with _logged_lock:
+        if key in _logged:
+            return False
+        if len(_logged) >= _MAX_LOGGED:
+            _logged.clear()
+        _logged.add(key)
+    logger.log(level, msg, *args)
+    return True
+
+
+def report_bad_znode(session: ZkSession, exc: ZnodeDataError, consequence: str) -> None:
+    """ERROR once per (cluster chroot, path, value): what is wrong and what is skipped."""
+    chroot = getattr(session.client, "chroot", "")
+    log_once(log, logging.ERROR, ("bad-znode", chroot, exc.path, exc.data),
+             "ignoring an unreadable broker znode (%s): %s", consequence, exc)
+
+
+def read_brokers(session: ZkSession, *, strict: bool = False) -> dict[int, BrokerInfo]:
+    """``/brokers/ids/*`` -> ``{id: BrokerInfo}`` (ZkUtils.getCluster).
+
+    Unreadable registrations are skipped (logged once) unless ``strict``.
+    """
     brokers: dict[int, BrokerInfo] = {}
     for child in session.get_children(BROKER_IDS):
-        bid = parse_broker_id(child, path=f"{BROKER_IDS}/{child}")
-        data = session.get(broker_id_path(bid))
-        if data is None:
-            continue
-        brokers[bid] = parse_broker_info(bid, data)
+        try:
+            bid = parse_broker_id(child, path=f"{BROKER_IDS}/{child}")
+            data = session.get(broker_id_path(bid))
+            if data is None:
+                continue
+            brokers[bid] = parse_broker_info(bid, data)
+        except ZnodeDataError as exc:
+            if strict:
+                raise
+            report_bad_znode(session, exc, "this broker is treated as not registered; its "
+                             "partitions cannot be fetched until the registration is fixed")
     return dict(sorted(brokers.items()))
 
 
@@ -61,23 +115,35 @@ def read_topics(session: ZkSession) -> list[str]:
     return session.get_children(BROKER_TOPICS)
 
 
-def read_topic_partitions(session: ZkSession, topic: str) -> dict[int, int]:
-    """``/brokers/topics/<topic>/*`` -> ``{broker id: number of partitions on it}``."""
+def read_topic_partitions(session: ZkSession, topic: str, *,
+                          strict: bool = False) -> dict[int, int]:
+    """``/brokers/topics/<topic>/*`` -> ``{broker id: number of partitions on it}``.
+
+    Unreadable entries are skipped (logged once) unless ``strict``: that broker holds no
+    partition of the topic as far as readers are concerned.
+    """
     counts: dict[int, int] = {}
     for child in session.get_children(f"{BROKER_TOPICS}/{topic}"):
         path = f"{BROKER_TOPICS}/{topic}/{child}"
-        bid = parse_broker_id(child, path=path)
-        data = session.get(topic_broker_path(topic, bid))
-        if data is None:
-            continue
-        counts[bid] = parse_partition_count(path, data)
+        try:
+            bid = parse_broker_id(child, path=path)
+            data = session.get(topic_broker_path(topic, bid))
+            if data is None:
+                continue
+            counts[bid] = parse_partition_count(path, data)
+        except ZnodeDataError as exc:
+            if strict:
+                raise
+            report_bad_znode(session, exc, f"that broker's partitions of {topic} are left "
+                             "out until the registration is fixed")
     return dict(sorted(counts.items()))
 
 
-def read_partition_names(session: ZkSession, topic: str) -> list[str]:
+def read_partition_names(session: ZkSession, topic: str, *, strict: bool = False) -> list[str]:
     """``["B-P", ...]`` of a topic, sorted as *strings* (``"10-0" < "2-0"``), exactly the list
     the Scala consumer's rebalance ranges over (ZkUtils.getPartitionsForTopics)."""
-    names = [partition_name(b, p) for b, n in read_topic_partitions(session, topic).items()
+    names = [partition_name(b, p)
+             for b, n in read_topic_partitions(session, topic, strict=strict).items()
              for p in range(n)]
     return sorted(names)
 

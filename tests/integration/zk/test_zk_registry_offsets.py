@@ -34,17 +34,38 @@ def test_read_brokers_topics_and_partitions(zk_session: ZkSession, zk_client: Ka
     assert registry.read_partition_names(zk_session, "t") == ["10-0", "10-1", "2-0"]
 
 
-def test_garbage_in_the_registry_raises(zk_session: ZkSession, zk_client: KazooClient) -> None:
+def test_garbage_in_the_registry_raises_when_strict(zk_session: ZkSession,
+                                                    zk_client: KazooClient) -> None:
     _scala_broker(zk_client, 1, b"127.0.0.1:9092")  # the docs' wrong 2-field format
     with pytest.raises(ZnodeDataError) as err:
-        registry.read_brokers(zk_session)
+        registry.read_brokers(zk_session, strict=True)
     assert err.value.path == "/brokers/ids/1" and err.value.data == b"127.0.0.1:9092"
     zk_client.create("/brokers/topics/t/1", b"", makepath=True)
     with pytest.raises(ZnodeDataError):
-        registry.read_topic_partitions(zk_session, "t")
+        registry.read_topic_partitions(zk_session, "t", strict=True)
     zk_client.create("/brokers/ids/notanumber", b"c:h:1")
     with pytest.raises(ZnodeDataError):
-        registry.read_brokers(zk_session)
+        registry.read_brokers(zk_session, strict=True)
+
+
+def test_garbage_broker_znodes_are_skipped_and_logged_once(
+        zk_session: ZkSession, zk_client: KazooClient, caplog: pytest.LogCaptureFixture) -> None:
+    _scala_broker(zk_client, 1, b"127.0.0.1:9092")
+    _scala_broker(zk_client, 2, b"h-1:h:9092")
+    zk_client.create("/brokers/ids/notanumber", b"c:h:1")
+    zk_client.create("/brokers/topics/t/1", b"", makepath=True)
+    zk_client.create("/brokers/topics/t/2", b"3")
+    zk_client.create("/brokers/topics/t/x", b"3")
+    for _ in range(3):  # e.g. three rebalances: one ERROR per distinct bad value
+        assert registry.read_brokers(zk_session) == {2: BrokerInfo(2, "h-1", "h", 9092)}
+        assert registry.read_partition_names(zk_session, "t") == ["2-0", "2-1", "2-2"]
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 4, errors
+    assert any("/brokers/ids/1" in e and "not registered" in e for e in errors)
+    assert any("/brokers/topics/t/1" in e and "left out" in e for e in errors)
+    zk_client.set("/brokers/ids/1", b"other garbage")  # a new bad value is reported again
+    registry.read_brokers(zk_session)
+    assert sum("other garbage" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_group_members_and_owners(zk_session: ZkSession, zk_client: KazooClient) -> None:
