@@ -11,9 +11,13 @@ delivered) if it cannot.
 
 Async mode (``producer.type=async``): ``send`` enqueues (policy ``queue.enqueueTimeout.ms``,
 `QueueFullError`), one sender thread batches on ``batch.size`` / ``queue.time`` and sends one
-request per broker per batch.  Nothing fails silently:
+request per broker per batch.  ``send(topic, payload)`` with one ``bytes`` message is the hot
+path (one call per application event): its checks are inlined and it appends to the queue's
+tail run (`SendQueue.put_one`), so its cost is a few hundred nanoseconds, not a chunk object,
+a condition variable and a thread wake-up per message.  Nothing fails silently:
 
-* each undeliverable chunk goes to ``on_error(topic, messages, exc)`` if given, else it is
+* each undeliverable group (one ``send()``, or consecutive single-message sends that went to
+  one partition together) goes to ``on_error(topic, messages, exc)`` if given, else it is
   logged at ERROR; in both cases it is counted in ``stats.failed``;
 * `flush` waits until everything queued so far is sent or failed, then raises `DeliveryError`
   if anything failed since the previous flush (``.messages`` = ``[(topic, [payload...]), ...]``);

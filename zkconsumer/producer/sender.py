@@ -153,10 +153,12 @@ class Dispatcher:
         failures: list[Failure] = []
         parts: list[_Part] = []
         for (topic, partition), chunks in sets.items():
-            for data, set_chunks in self._encode(self.config.codec_for(topic), chunks,
-                                                 failures):
+            codec = self.config.codec_for(topic)
+            for data, set_chunks in self._encode(codec, chunks, failures):
                 n = sum(len(c.payloads) for c in set_chunks)
-                nbytes = sum(sum(map(len, c.payloads)) for c in set_chunks)
+                # a plain set is its payloads plus a 10-byte header each
+                nbytes = (len(data) - _WRAPPER_HEADER * n if codec == Compression.NONE
+                          else sum(sum(map(len, c.payloads)) for c in set_chunks))
                 parts.append((ProduceRequest(topic, partition, data), set_chunks, n, nbytes))
         if not parts:
             return failures
