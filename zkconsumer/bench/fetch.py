@@ -8,10 +8,13 @@ producer batch), then read from offset 0 to the end, repeatedly for about ``--se
   ``(offset, next_offset, value)`` tuples, CRC-checked and decompressed (the fast path);
 * ``fetch messages`` -- `SimpleConsumer.iter_messages`: one `FetchedMessage` per message.
 
-Each line is ``fetch <kind> <codec> <size>: N msg/s (M MB/s)`` with MB = 10**6 payload bytes;
-the rate is messages over the total time of all passes (not a best-of).  The broker is a
-subprocess (``python -m zkconsumer broker``) unless ``--in-process``, so its ``sendfile`` work
-does not share this process's GIL.
+Every case runs on both decoder paths (``compiled``: the ``_speedups`` extension when it is
+built; ``pure``: the reference), switched in-process.  Each line is
+``fetch <kind> <codec> <size> <path>: N msg/s (M MB/s, C CPU s/M msg)`` with MB = 10**6
+payload bytes; the rate is messages over the total time of all passes (not a best-of), and
+C is the CPU seconds *this process* (the consumer) spent per million messages.  The broker is
+a subprocess (``python -m zkconsumer broker``) unless ``--in-process``, so its ``sendfile``
+work does not share this process's GIL and is not in C.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zkconsumer.bench.codec import decoder_path
 from zkconsumer.bench.produce import _payloads
 from zkconsumer.client import BrokerConnection, SimpleConsumer, multiproduce
 from zkconsumer.devcluster.brokers import DevBroker, DevBrokerProcess
-from zkconsumer.protocol import Compression, ProduceRequest, encode_message_set
+from zkconsumer.protocol import Compression, ProduceRequest, accel, encode_message_set
 
 HELP = "SimpleConsumer fetch-loop throughput on one partition (none/gzip/snappy x 100B/1KiB)"
 
@@ -47,6 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="only this payload size (repeatable)")
     parser.add_argument("--kind", action="append", choices=["batches", "messages"],
                         help="only this loop (repeatable)")
+    parser.add_argument("--path", action="append", choices=["compiled", "pure"],
+                        help="only this decoder path (repeatable; default: both)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the broker in this process (it then shares the GIL)")
 
@@ -68,10 +74,11 @@ def preload(broker: Any, topic: str, codec: Compression, size: int, total_mb: fl
 
 
 def run_case(consumer: SimpleConsumer, topic: str, expected: int, kind: str,
-             seconds: float) -> float:
-    """Messages per second over whole passes from offset 0 to the end."""
+             seconds: float) -> tuple[float, float]:
+    """(messages per second, CPU seconds per message) over whole passes from 0 to the end."""
     total = 0
     start = time.perf_counter()
+    cpu_start = time.process_time()
     while True:
         n = 0
         if kind == "batches":
@@ -85,13 +92,15 @@ def run_case(consumer: SimpleConsumer, topic: str, expected: int, kind: str,
         total += n
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
-            return total / elapsed
+            return total / elapsed, (time.process_time() - cpu_start) / total
 
 
 def main(args: argparse.Namespace) -> int:
     codecs = args.codec or ["none", "gzip", "snappy"]
     sizes = args.size or list(SIZES)
     kinds = args.kind or ["batches", "messages"]
+    paths = [p for p in (args.path or ["compiled", "pure"])
+             if p == "pure" or accel.speedups is not None]
     with tempfile.TemporaryDirectory(prefix="zkc-bench-fetch-") as tmp:
         settings: dict[str, Any] = {
             "num_partitions": 1, "flush_interval": 10000, "flush_interval_ms": 50,
@@ -106,6 +115,7 @@ def main(args: argparse.Namespace) -> int:
             kind_text = "in-process" if args.in_process else "subprocess"
             print(f"# dev broker ({kind_text}); fetch size {args.fetch_size}, {args.mb} MB per "
                   f"case, compressed wrappers of {args.wrap}", flush=True)
+            print(f"# decoder: {accel.IMPLEMENTATION} by default; {accel.REASON}", flush=True)
             consumer = SimpleConsumer(broker.host, broker.port, fetch_size=args.fetch_size,
                                       max_fetch_size=max(args.fetch_size, 16 << 20),
                                       buffer_size=4 << 20)
@@ -120,9 +130,13 @@ def main(args: argparse.Namespace) -> int:
                            and time.monotonic() < deadline):
                         time.sleep(0.01)
                     for kind in kinds:
-                        rate = run_case(consumer, topic, expected, kind, args.seconds)
-                        print(f"fetch {kind} {codec_name} {label}: {rate:.0f} msg/s "
-                              f"({rate * size / 1e6:.1f} MB/s)", flush=True)
+                        for path in paths:
+                            with decoder_path(path):
+                                rate, cpu = run_case(consumer, topic, expected, kind,
+                                                     args.seconds)
+                            print(f"fetch {kind} {codec_name} {label} {path}: {rate:.0f} msg/s "
+                                  f"({rate * size / 1e6:.1f} MB/s, {cpu * 1e6:.3f} CPU s/M msg)",
+                                  flush=True)
             consumer.close()
         finally:
             broker.stop()
