@@ -413,6 +413,33 @@ class Coordinator:
         return conflicts
 
 
+    # -- self-checks (any thread; read by health checks) ------------------------------------
+
+    def watches_armed(self) -> bool:
+        """True if every ZooKeeper watch of the member is armed on the current connection.
+
+        False for a moment after every reconnect (the watches re-arm themselves); for longer,
+        the member is deaf to joins, leaves and new partitions."""
+        return all(w.armed for w in list(self._watches.values()))
+
+    def check_assignment(self) -> list[str]:
+        """Where what this member owns differs from the reference decision of the group as
+        ZooKeeper shows it now ([] = they agree).  Raises `ZkConsumerError` if unreadable.
+
+        During a rebalance the two differ for a moment; a difference that lasts means the
+        member missed a change (it is deaf, or its rebalances keep failing).
+        """
+        view = read_view(self.session, self.group, self.consumer_id, self.subscription)
+        decision = view.decide()
+        owned = {key: state.thread_id for key, state in self.ownership.states().items()}
+        drift = [f"{topic}/{name} is assigned to {thread} but not owned"
+                 for (topic, name), thread in sorted(decision.items())
+                 if owned.get((topic, name)) != thread]
+        drift += [f"{topic}/{name} is owned but assigned to another member"
+                  for (topic, name) in sorted(owned) if (topic, name) not in decision]
+        return drift
+
+
 def _describe(conflicts: list[Conflict]) -> str:
     return ", ".join(f"{path}={value.decode('utf-8', 'replace') if value else None}"
                      for path, value in conflicts)

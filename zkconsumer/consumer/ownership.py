@@ -128,8 +128,15 @@ class Ownership:
             return True
 
     def commit(self, states: Iterable[PartitionState] | None = None, *,
-               forward_only: bool = False) -> int:
+               forward_only: bool = False, timeout: float | None = None) -> int:
         """Write changed acknowledged offsets; returns the number of failed writes.
+
+        With a ``timeout`` (seconds) every partition is written at once, each in its own
+        thread, and the call returns within it whatever ZooKeeper does: a hung
+        ZooKeeper costs one operation timeout *in total*, not one per partition, which is
+        what lets a shutdown keep its ``--shutdown-timeout``.  A write still running then is
+        counted as failed and logged with its offset (the partition's next owner replays
+        from the stored one: nothing is lost, a little is re-read); it may still land.
 
         ``forward_only`` is used after a session loss, when our owner znodes are gone and
         another member may already own the partition: we then write our acknowledged offset
@@ -150,23 +157,58 @@ class Ownership:
             if not todo:
                 return 0
             started = self._clock()
-            failures = 0
-            for state, value in todo:
-                try:
-                    rewind = not forward_only and state.committed_offset is not None
-                    if not self._write_offset(state, value, may_rewind=rewind):
-                        continue
-                    log.debug("committed %s/%s = %s", state.topic, state.name, value)
-                    state.committed_offset = value
-                    self.stats.offsets_written += 1
-                except ZkConsumerError as exc:
-                    failures += 1
-                    log.warning("could not commit offset %s of %s/%s: %s", value, state.topic,
-                                state.name, exc)
+            if timeout is None:
+                failures = sum(not self._commit_one(state, value, forward_only)
+                               for state, value in todo)
+            else:
+                failures = self._commit_concurrently(todo, forward_only, started + timeout)
             self.stats.commits += 1
             self.stats.commit_failures += failures
             self.stats.last_commit_latency = self._clock() - started
             return failures
+
+    def _commit_one(self, state: PartitionState, value: int, forward_only: bool) -> bool:
+        """Write one partition's offset; False if that failed (logged)."""
+        try:
+            rewind = not forward_only and state.committed_offset is not None
+            if not self._write_offset(state, value, may_rewind=rewind):
+                return True  # a stored offset ahead of ours was kept: nothing to retry
+            log.debug("committed %s/%s = %s", state.topic, state.name, value)
+            state.committed_offset = value
+            self.stats.offsets_written += 1
+            return True
+        except ZkConsumerError as exc:
+            log.warning("could not commit offset %s of %s/%s: %s", value, state.topic,
+                        state.name, exc)
+            return False
+
+    def _commit_concurrently(self, todo: list[tuple[PartitionState, int]], forward_only: bool,
+                             deadline: float) -> int:
+        """`_commit_one` for every partition at once; failures (and writes still running
+        at ``deadline``) are counted and logged."""
+        results: dict[int, bool] = {}
+        done = threading.Condition()
+
+        def write(i: int, state: PartitionState, value: int) -> None:
+            ok = self._commit_one(state, value, forward_only)
+            with done:
+                results[i] = ok
+                done.notify_all()
+
+        for i, (state, value) in enumerate(todo):
+            # daemon threads: a write stuck in a hung ZooKeeper must not keep the process
+            threading.Thread(target=write, args=(i, state, value), daemon=True,
+                             name=f"commit-{state.topic}-{state.name}").start()
+        with done:
+            done.wait_for(lambda: len(results) == len(todo),
+                          max(0.0, deadline - self._clock()))
+            finished = dict(results)
+        late = [f"{state.topic}/{state.name}={value}"
+                for i, (state, value) in enumerate(todo) if i not in finished]
+        if late:
+            log.error("offsets of %d partition(s) not committed in time (their next owner "
+                      "re-reads from the stored offset): %s", len(late), ", ".join(late))
+        return len(late) + sum(not ok for ok in finished.values())
 
     def _write_offset(self, state: PartitionState, value: int, *, may_rewind: bool) -> bool:
         """Compare-and-set ``value``; False if a stored offset ahead of it was kept.
