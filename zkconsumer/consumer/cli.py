@@ -40,7 +40,9 @@ exit status: 0 (also when there are no groups), 1 error (e.g. ZooKeeper unreacha
 DESCRIBE_EPILOG = """\
 The lag column is log end minus committed offset, in bytes (0.7 offsets are byte positions),
 like 0.7's ConsumerOffsetChecker; the rebalance check is VerifyConsumerRebalance (every
-partition of a subscribed topic owned by a live consumer thread).  A subscribed topic that
+partition of a subscribed topic owned by a live consumer thread) and, beyond it, that the
+owner is the thread the 0.7 assignment names (a member that missed a change keeps partitions
+the group gave to another).  A subscribed topic that
 no broker has registered yet shows as one row "topic not registered" (a typo in a member's
 --topic, or a topic nobody produced to yet); members wait for it, so --verify still passes.
 
@@ -103,7 +105,8 @@ def _print_report(report: GroupReport) -> None:
         out.write("rebalance check: no live members (nothing is owned; offsets above are "
                   "where the next member starts)\n")
     elif report.ok:
-        out.write("rebalance check: OK (every partition owned by a live thread)\n")
+        out.write("rebalance check: OK (every partition owned by the live thread the "
+                  "assignment names)\n")
     else:
         out.write(f"rebalance check: FAILED ({len(report.problems)} problem(s))\n")
         for problem in report.problems:

@@ -4,7 +4,9 @@ What ``zkconsumer group describe`` prints, as data: the union of 0.7's
 ConsumerOffsetChecker (committed offset, log end from an offsets request ``-1`` to the
 broker, lag = log end - offset in bytes) and VerifyConsumerRebalance (every partition of
 every subscribed topic has an owner znode, and its value is the thread id of a live member
-that subscribes to the topic).
+that subscribes to the topic) -- plus one check the reference lacks: that owner is the thread
+the sorted-range assignment names (a member that missed a change keeps partitions the group
+gave to another).
 
 Invariants: read-only (never writes ZooKeeper); a broker that cannot be reached leaves
 ``log_end``/``lag`` as ``None`` instead of failing the report; members with unreadable ids
@@ -19,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from zkconsumer.client.simple import SimpleConsumer
+from zkconsumer.consumer.assignment import assign
 from zkconsumer.consumer.view import read_members
 from zkconsumer.errors import BrokerConnectionError, BrokerError, ZnodeDataError
 from zkconsumer.zk.offsets import read_topic_offsets
@@ -115,6 +118,8 @@ def _describe_topic(session: ZkSession, group: str, topic: str, subscribed: bool
     bad_offsets: list[ZnodeDataError] = []
     offsets = read_topic_offsets(session, group, topic, strict=False, skipped=bad_offsets)
     names = read_partition_names(session, topic)
+    # the reference decision every member computes (REFERENCE §2.4): who *should* own what
+    expected = assign(names, threads, threads) if threads else {}
     for exc in bad_offsets:
         report.problems.append(f"{topic}/{exc.path.rsplit('/', 1)[-1]}: the committed offset "
                                f"is unreadable ({exc}); members park this partition")
@@ -137,6 +142,11 @@ def _describe_topic(session: ZkSession, group: str, topic: str, subscribed: bool
             elif not live:
                 report.problems.append(f"{topic}/{name} is owned by {owner}, which is not a "
                                        f"live consumer thread of {topic}")
+            elif expected.get(name) not in (None, owner):
+                # a member that missed a change (deaf after a reconnect, failing rebalances)
+                # keeps what the group decided to give someone else
+                report.problems.append(f"{topic}/{name} is owned by {owner}, but the "
+                                       f"assignment names {expected[name]}")
 
 
 def _log_end(topic: str, name: str, brokers: dict[int, BrokerInfo],

@@ -74,3 +74,28 @@ def test_describe_after_every_member_left_says_so(
     assert "0 member(s)" in out
     assert "rebalance check: no live members" in out
     assert "every partition owned" not in out
+
+
+def test_verify_reports_an_owner_the_assignment_does_not_name(
+        dev_broker: Any, zk_client: KazooClient, zk_connect: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Two live members (Scala-style registrations); each partition owned by a live thread --
+    # but 0-1 by the wrong one: what a deaf member that kept its partitions looks like.
+    # The sorted range split gives 0-0 to g1_a-0 and 0-1 to g1_b-0.
+    b = dev_broker(num_partitions=2)
+    produce_to(b, "t", 0, [b"a"])
+    wait_until(lambda: zk_client.exists("/brokers/topics/t/0"), what="topic")
+    zk_client.ensure_path(f"/consumers/{GROUP}/ids")
+    zk_client.ensure_path(f"/consumers/{GROUP}/owners/t")
+    for cid in ("g1_a", "g1_b"):
+        zk_client.create(f"/consumers/{GROUP}/ids/{cid}", b'{ "t": 1 }', ephemeral=True)
+    zk_client.create(f"/consumers/{GROUP}/owners/t/0-0", b"g1_a-0", ephemeral=True)
+    zk_client.create(f"/consumers/{GROUP}/owners/t/0-1", b"g1_a-0", ephemeral=True)
+    assert main(["group", "describe", "--zk", zk_connect, "--group", GROUP, "--verify",
+                 "--no-log-end"]) == 1
+    out = capsys.readouterr().out
+    assert "t/0-1 is owned by g1_a-0, but the assignment names g1_b-0" in out
+    assert "t/0-0" not in out.split("rebalance check")[-1]
+    zk_client.set(f"/consumers/{GROUP}/owners/t/0-1", b"g1_b-0")
+    assert main(["group", "describe", "--zk", zk_connect, "--group", GROUP, "--verify",
+                 "--no-log-end"]) == 0
