@@ -430,7 +430,8 @@ class Coordinator:
         member missed a change (it is deaf, or its rebalances keep failing).
         """
         view = read_view(self.session, self.group, self.consumer_id, self.subscription)
-        decision = view.decide()
+        # as _attempt decides: partitions of unregistered brokers are never claimed
+        decision = view.assignable(view.decide(), self.group, self.consumer_id)
         owned = {key: state.thread_id for key, state in self.ownership.states().items()}
         drift = [f"{topic}/{name} is assigned to {thread} but not owned"
                  for (topic, name), thread in sorted(decision.items())
