@@ -162,6 +162,30 @@ def test_producer_session_expiry_rewatches(dev_broker: Any, zk_expire: Any) -> N
     assert read_values(b1, "exp", 0) == [b"on-new-broker"]
 
 
+def test_producer_sees_new_brokers_after_a_connection_blip(
+        dev_broker: Any, zk_server: Any, zk_chroot: str, tcp_proxy: Any) -> None:
+    # Issue 11, Defect 2 (producer side): the connection drops and comes back with the same
+    # session; kazoo dropped the watchers meanwhile, which must re-arm.
+    dev_broker(num_partitions=1)
+    proxy = tcp_proxy(zk_server.port)
+    with make_producer(f"{proxy.address}{zk_chroot}") as producer:
+        assert producer.partitions_for("blip") == [BP(0, 0)]
+        session = producer.zk_session
+        assert session is not None
+        sid = session.session_id
+        states: list[str] = []
+        session.add_state_listener(lambda state: states.append(state.value))
+        assert proxy.drop_all() >= 1
+        wait_until(lambda: states[-2:] == ["SUSPENDED", "CONNECTED"], timeout=15,
+                   what="suspended, then reconnected")
+        assert session.session_id == sid
+        b1 = dev_broker(num_partitions=2)  # a new broker after the blip
+        wait_until(lambda: producer.partitions_for("blip") == [BP(0, 0), BP(1, 0)],
+                   what="new broker seen after the blip")
+        producer.send("blip", b"on-new-broker", key=_key_for_index(1, 2))
+    assert read_values(b1, "blip", 0) == [b"on-new-broker"]
+
+
 def test_client_side_checks(dev_broker: Any) -> None:
     dev_broker()
     with make_producer(dev_broker.zk_connect, max_message_size=100) as producer:
