@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from zkconsumer.errors import ConfigurationError
-from zkconsumer.protocol import default_partition
+from zkconsumer.protocol import java_string_hashcode
 
 __all__ = [
     "BrokerPartition",
@@ -83,6 +83,17 @@ def merge_partitions(old: Iterable[BrokerPartition], counts: Mapping[int, int],
     return sorted(merged)
 
 
+#: Keys whose hash `PartitionChooser` remembers (the memo is emptied when it is full).
+_HASH_CACHE = 1 << 16
+
+
+def _abs_hash(key: str | bytes) -> int:
+    """The ``a`` with ``default_partition(key, n) == a % n`` for every ``n`` (its
+    ``abs(javaHashCode)``, 2**31 for ``Integer.MIN_VALUE``)."""
+    text = key if isinstance(key, str) else bytes(key).decode("utf-8", "replace")
+    return abs(java_string_hashcode(text))
+
+
 class PartitionChooser:
     """Picks an index into a topic's partition list for one send.
 
@@ -105,13 +116,21 @@ class PartitionChooser:
         self.strategy = strategy
         self._rng: Callable[[int], int] = rng or random.Random().randrange
         self._counters: dict[str, itertools.count[int]] = {}
+        self._hashes: dict[str | bytes, int] = {}
 
     def index(self, topic: str, key: str | bytes | None, n: int) -> int:
         """Index in ``[0, n)`` for a send of ``key`` (None = unkeyed) to a list of ``n``."""
         if n <= 0:
             raise ValueError("no partitions to choose from")
         if key is not None and self.strategy != "random":
-            return default_partition(key, n)
+            # default_partition(key, n), with the key's hash memoised: hashing a key in
+            # Python costs microseconds, and applications send many messages per key.
+            h = self._hashes.get(key)
+            if h is None:
+                if len(self._hashes) >= _HASH_CACHE:
+                    self._hashes.clear()
+                h = self._hashes[key] = _abs_hash(key)
+            return h % n
         if self.strategy == "round-robin":
             counter = self._counters.get(topic)
             if counter is None:

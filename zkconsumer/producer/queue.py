@@ -120,19 +120,23 @@ class SendQueue:
         lock = self._lock
         lock.acquire()  # not ``with``: its enter/exit protocol costs twice as much here
         try:
-            tail = self._tail
-            if (tail is not None and self._queued < self.capacity and tail.topic == topic
-                    and tail.key == key):
-                tail.payloads.append(payload)
-                self._queued += 1
+            queued = self._queued
+            if queued < self.capacity and not self._closed:
+                tail = self._tail
+                if tail is not None and tail.topic == topic and tail.key == key:
+                    tail.payloads.append(payload)
+                else:  # a new run (e.g. every send with a new key)
+                    self._tail = run = _Run(self._clock(), topic, key, [payload], True)
+                    self._runs.append(run)
+                self._queued = queued + 1
                 self._pending += 1
-                if self._sender_waiting and self._queued >= self._wake_at:
+                if self._sender_waiting and (queued == 0 or queued + 1 >= self._wake_at):
                     self._sender_waiting = False
                     self._sender_cv.notify()
                 return
         finally:
             lock.release()
-        self._put_run(topic, key, [payload], True)
+        self._put_run(topic, key, [payload], True)  # full or closed: the policy decides
 
     def put(self, chunk: Chunk) -> None:
         """Enqueue ``chunk`` (one ``send()``) per the policy; `QueueFullError`, or

@@ -112,12 +112,19 @@ class Dispatcher:
     def _attempt(self, chunks: list[Chunk], excluded: set[int]) -> list[Failure]:
         failures: list[Failure] = []
         routes: dict[int, dict[tuple[str, int], list[Chunk]]] = {}
+        candidates: dict[str, list[BrokerPartition] | ZkConsumerError] = {}
         for chunk in chunks:
-            try:
-                routed = self._route(chunk, excluded)
-            except ZkConsumerError as exc:
-                failures.append((chunk, _Retry(exc)))
+            topic_candidates = candidates.get(chunk.topic)
+            if topic_candidates is None:  # once per topic and attempt, not per chunk
+                try:
+                    topic_candidates = self._candidates(chunk.topic, excluded)
+                except ZkConsumerError as exc:
+                    topic_candidates = exc
+                candidates[chunk.topic] = topic_candidates
+            if isinstance(topic_candidates, ZkConsumerError):
+                failures.append((chunk, _Retry(topic_candidates)))
                 continue
+            routed = self._route(chunk, topic_candidates)
             for bp, part in routed:
                 routes.setdefault(bp.broker_id, {}).setdefault((chunk.topic, bp.partition),
                                                                []).append(part)
@@ -125,19 +132,25 @@ class Dispatcher:
             failures.extend(self._send_broker(broker_id, sets, excluded))
         return failures
 
-    def _route(self, chunk: Chunk, excluded: set[int]) -> list[tuple[BrokerPartition, Chunk]]:
+    def _candidates(self, topic: str, excluded: set[int]) -> list[BrokerPartition]:
+        """The partitions ``topic`` may go to in this attempt (failed brokers left out
+        unless none is left)."""
+        try:
+            partitions = self.view.partitions(topic)
+        except ZooKeeperError as exc:
+            raise NoBrokersAvailableError(
+                f"cannot read the partitions of {topic!r} from ZooKeeper: {exc}") from exc
+        candidates = [p for p in partitions if p.broker_id not in excluded] or list(partitions)
+        if not candidates:
+            raise NoBrokersAvailableError(f"no live broker for topic {topic!r}")
+        return candidates
+
+    def _route(self, chunk: Chunk, candidates: list[BrokerPartition]
+               ) -> list[tuple[BrokerPartition, Chunk]]:
         """Where ``chunk`` goes: one partition, or -- for a run of single-message sends that
         route independently (unkeyed, or ``partitioner=random``) over several candidates --
         one decision per message, as if each ``send()`` had been routed alone; each part keeps
         the order of its messages."""
-        try:
-            partitions = self.view.partitions(chunk.topic)
-        except ZooKeeperError as exc:
-            raise NoBrokersAvailableError(
-                f"cannot read the partitions of {chunk.topic!r} from ZooKeeper: {exc}") from exc
-        candidates = [p for p in partitions if p.broker_id not in excluded] or partitions
-        if not candidates:
-            raise NoBrokersAvailableError(f"no live broker for topic {chunk.topic!r}")
         n = len(candidates)
         if (not chunk.singles or n == 1 or len(chunk.payloads) == 1
                 or (chunk.key is not None and self.chooser.strategy != "random")):

@@ -17,6 +17,7 @@ from zkconsumer.producer.partitioning import (
     merge_partitions,
     partitions_from_counts,
 )
+from zkconsumer.protocol import default_partition
 
 
 def test_lists_sort_numerically_not_as_strings() -> None:
@@ -111,3 +112,12 @@ def test_bad_strategy_and_empty_list() -> None:
         PartitionChooser("sticky")
     with pytest.raises(ValueError):
         PartitionChooser().index("t", None, 0)
+
+
+@given(st.lists(st.one_of(st.text(max_size=12), st.binary(max_size=12)), min_size=1,
+                max_size=20), st.integers(1, 40))
+def test_the_memoised_key_hash_routes_exactly_like_default_partition(
+        keys: list[str | bytes], n: int) -> None:
+    chooser = PartitionChooser("hash")
+    for key in keys + keys + ["polygenelubricants"]:  # second pass: from the memo
+        assert chooser.index("t", key, n) == default_partition(key, n)

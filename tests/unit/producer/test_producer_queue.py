@@ -260,3 +260,14 @@ def test_drain_returns_runs_in_order() -> None:
     q.put_one("t", None, b"b")
     assert [len(c.payloads) for c in q.drain()] == [1, 2, 1]
     assert q.queued == 0
+
+
+def test_the_first_single_send_starts_the_queue_time_of_an_idle_sender() -> None:
+    q = SendQueue(100, 0)
+    got: list[list[Chunk]] = []
+    t = threading.Thread(target=lambda: got.append(q.take(100, 0.05)))
+    t.start()
+    wait_until(lambda: q._sender_waiting, what="sender waiting on the empty queue")
+    q.put_one("t", "k", b"first")  # must wake it: without a wake it would wait forever
+    t.join(10)
+    assert got == [[Chunk("t", "k", [b"first"], True)]]

@@ -69,7 +69,8 @@ def _dispatcher(strategy: str, brokers: int = 2) -> Dispatcher:
 
 def _routes(d: Dispatcher, chunk: Chunk, excluded: set[int] | None = None
             ) -> list[tuple[int, list[bytes]]]:
-    return [(bp.broker_id, list(c.payloads)) for bp, c in d._route(chunk, excluded or set())]
+    candidates = d._candidates(chunk.topic, excluded or set())
+    return [(bp.broker_id, list(c.payloads)) for bp, c in d._route(chunk, candidates)]
 
 
 def test_unkeyed_single_sends_are_routed_one_by_one() -> None:
