@@ -34,18 +34,17 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from zkconsumer.client import SimpleConsumer
 from zkconsumer.errors import (
     ConfigurationError,
-    DecodeError,
     NoBrokersAvailableError,
     ZnodeDataError,
 )
-from zkconsumer.protocol import EARLIEST_TIME, LATEST_TIME, decode_message_set
+from zkconsumer.migrate.boundaries import boundary_problem
+from zkconsumer.protocol import EARLIEST_TIME, LATEST_TIME
 from zkconsumer.zk.offsets import commit_offset, read_group_offsets, read_offset
 from zkconsumer.zk.paths import CONSUMERS, consumer_ids_path, offset_path, parse_partition_name
 from zkconsumer.zk.registry import read_brokers, read_partition_names, read_topic_partitions
@@ -71,7 +70,6 @@ GroupOffsets = dict[str, dict[str, dict[str, int]]]
 
 _LINE = re.compile(r"^/consumers/([^/]+)/offsets/([^/]+)/([^/:]+)$")
 _LONG_MAX = 2**63 - 1
-_LEN = struct.Struct(">i")  # a message's int32 length prefix
 
 
 @dataclass(frozen=True)
@@ -327,36 +325,22 @@ def _partition_logs(session: ZkSession, topic: str, socket_timeout: float
     return ranges
 
 
-def _misaligned(address: tuple[str, int], topic: str, part: str, offset: int, end: int,
-                socket_timeout: float) -> bool:
-    """True if ``offset`` is visibly not where a message starts (0.7 fetches from any byte).
-
-    A fetch there must decode: a message must start at ``offset`` and fit before ``end``.
-    (Random bytes passing both checks and the CRC are astronomically unlikely.)
-    """
-    _, p = parse_partition_name(part)
+def _boundary(address: tuple[str, int], topic: str, part: str, offset: int,
+              socket_timeout: float) -> tuple[str | None, str | None]:
     with SimpleConsumer(*address, socket_timeout=socket_timeout) as consumer:
-        data = consumer.fetch(topic, p, offset, 65536).messages
-    try:
-        decoded = decode_message_set(data, offset, deep=False)
-    except DecodeError:
-        return True
-    if decoded.valid_bytes:
-        return False
-    if len(data) < 4:
-        return True
-    length: int = _LEN.unpack_from(data)[0]
-    return length < 5 or offset + 4 + length > end
+        return boundary_problem(consumer, topic, parse_partition_name(part)[1], offset)
 
 
 def plan_reset(session: ZkSession, group: str, topic: str, to: str | GroupOffsets, *,
-               force: bool = False, socket_timeout: float = 10.0) -> list[Change]:
+               force: bool = False, socket_timeout: float = 10.0,
+               notes: list[str] | None = None) -> list[Change]:
     """UpdateOffsetsInZK: ``to`` = ``"earliest"``, ``"latest"`` or parsed file offsets.
 
     Every partition of the topic is set for earliest/latest; with a file only the partitions
     it lists for this group and topic.  File values outside the log's current
-    ``[earliest, latest]``, values that visibly are not a message start (a fetch there does
-    not decode) and partitions the topic does not have are errors naming them.
+    ``[earliest, latest]``, values that are not a message boundary (the rule of
+    `zkconsumer.migrate.boundaries`, shared with import) and partitions the topic does not
+    have are errors naming them.  What could not be checked is appended to ``notes``.
     """
     _refuse_live(session, [group], force)
     logs = _partition_logs(session, topic, socket_timeout)
@@ -376,10 +360,12 @@ def plan_reset(session: ZkSession, group: str, topic: str, to: str | GroupOffset
             elif not ranges[part][0] <= value <= ranges[part][1]:
                 problems.append(f"{part}: {value} is outside the log "
                                 f"[{ranges[part][0]}, {ranges[part][1]}]")
-            elif (ranges[part][0] < value < ranges[part][1]
-                  and _misaligned(logs[part][2], topic, part, value, ranges[part][1],
-                                  socket_timeout)):
-                problems.append(f"{part}: {value} is not the start of a message")
+            elif ranges[part][0] < value < ranges[part][1]:
+                problem, note = _boundary(logs[part][2], topic, part, value, socket_timeout)
+                if problem:
+                    problems.append(f"{part}: {problem}")
+                if note and notes is not None:
+                    notes.append(f"{group} {topic} {part}: {note}")
         if problems:
             raise ConfigurationError(
                 f"offsets for {group}/{topic} rejected, nothing written:\n  "

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from zkconsumer.client import parse_broker_address, query_offsets
 from zkconsumer.errors import ConfigurationError, ZnodeDataError
+from zkconsumer.migrate.boundaries import check_boundaries
 from zkconsumer.migrate.offsets import (
     Change,
     apply_changes,
@@ -77,26 +78,35 @@ The whole file is validated first (nothing is written if any line is bad); a gro
 members (/consumers/G/ids not empty) is refused unless --force, because their next autocommit
 would overwrite the import.  Prints "group topic B-P: old -> new" per partition.  Offsets of
 topics or partitions not registered in /brokers/topics are written too, with a warning on
-stderr for each (a typo in the file shows up there).
+stderr for each (a typo in the file shows up there).  Every offset is checked against the
+broker holding its partition, as reset --to FILE does: one that falls inside a message
+(misaligned) rejects the file; one that could not be checked (broker down or not
+registered) is written with a warning saying so.
 
 examples:
   zkconsumer offsets import --zk zk1:2181/kafka billing.offsets --dry-run
   zkconsumer offsets import --zk zk1:2181/kafka billing.offsets
 
-exit status: 0 written (or dry run), 1 error (invalid file, live members, ZooKeeper)
+exit status: 0 written (or dry run), 1 error (invalid file, misaligned offset, live members,
+ZooKeeper)
 """
 
 RESET_EPILOG = """\
 --to earliest / latest ask every broker of the topic for its current earliest / latest offset
 (UpdateOffsetsInZK); --to FILE takes the offsets of a scala or JSON offsets file, each checked
-against the partition's current [earliest, latest].
+against the partition's current [earliest, latest] and refused if it falls inside a message
+(misaligned; the error names the message boundaries around it).  To repair one partition of
+a running group (e.g. a consumer reports "offset 17 of t/0-0 is misaligned"), write a file
+with the line /consumers/GROUP/offsets/t/0-0:NEXT_BOUNDARY and pass it with --to, after
+stopping the members (or with --force, then restart them).
 
 examples:
   zkconsumer offsets reset --zk zk1:2181/kafka --group billing --topic orders --to latest \\
       --dry-run
   zkconsumer offsets reset --zk zk1:2181/kafka --group billing --topic orders --to billing.json
 
-exit status: 0 written (or dry run), 1 error (unknown topic, bad file, live members, ZooKeeper)
+exit status: 0 written (or dry run), 1 error (unknown topic, bad file, misaligned offset, live
+members, ZooKeeper)
 """
 
 
@@ -220,16 +230,27 @@ def main(args: argparse.Namespace) -> int:
                       + "; ".join(f"{e.path} = {e.data!r}" for e in skipped), file=sys.stderr)
                 return 1
             return 0
+        notes: list[str] = []
         if command == "import":
             parsed = parse_offsets_text(_read_file(args.file), args.file)
             changes = plan_import(session, parsed, force=args.force)
-            for warning in import_warnings(session, changes):
-                print(f"warning: {warning}", file=sys.stderr)
+            notes.extend(import_warnings(session, changes))
+            # the rule reset --to FILE applies: offsets inside a message are refused
+            problems, unchecked = check_boundaries(session, changes)
+            notes.extend(unchecked)
+            if problems:
+                for note in notes:
+                    print(f"warning: {note}", file=sys.stderr)
+                raise ConfigurationError(
+                    "offsets rejected, nothing written:\n  " + "\n  ".join(problems))
         else:
             to: str | dict[str, dict[str, dict[str, int]]] = args.to
             if args.to not in ("earliest", "latest"):
                 to = parse_offsets_text(_read_file(args.to, "--to"), args.to)
-            changes = plan_reset(session, args.group, args.reset_topic, to, force=args.force)
+            changes = plan_reset(session, args.group, args.reset_topic, to, force=args.force,
+                                 notes=notes)
+        for note in notes:
+            print(f"warning: {note}", file=sys.stderr)
         written = None if args.dry_run else apply_changes(session, changes)
         _report(changes, written)
         return 0
