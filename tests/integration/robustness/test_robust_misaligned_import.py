@@ -58,9 +58,7 @@ def test_a_misaligned_offset_is_refused_by_import_and_reset(
     assert "0-1" not in err
     assert read_group_offsets(zk_session, "g") == {}
     # aligned offsets pass both
-    assert main([*argv[:-1], _file(tmp_path, **{"0_0": 2 * ENTRY, "0_1": 3 * ENTRY})]
-                if command == "import" else
-                [*argv[:-1], _file(tmp_path, **{"0_0": 2 * ENTRY, "0_1": 3 * ENTRY})]) == 0
+    assert main([*argv[:-1], _file(tmp_path, **{"0_0": 2 * ENTRY, "0_1": 3 * ENTRY})]) == 0
     assert read_group_offsets(zk_session, "g") == {"t": {"0-0": 2 * ENTRY, "0-1": 3 * ENTRY}}
 
 
