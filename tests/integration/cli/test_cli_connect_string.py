@@ -94,3 +94,22 @@ def test_one_unresolvable_host_of_several_is_a_warning(zk_connect: str,
     with ZkSession(f"nosuchhost.invalid:2181,{servers}/{chroot}") as session:
         assert session.exists("/")
     assert "'nosuchhost.invalid'" in caplog.text and "do not resolve" in caplog.text
+
+
+def test_head_of_group_describe_json_is_quiet(zk_connect: str, zk_client: Any) -> None:
+    """``group describe --json | head``: exit 141, nothing on stderr (the dispatcher's
+    SIGPIPE rule, seen with a report far larger than a pipe buffer)."""
+    tx = zk_client.transaction()
+    zk_client.ensure_path("/consumers/g/offsets/t")
+    for p in range(600):  # ~100 KB of JSON: more than a pipe buffer
+        tx.create(f"/consumers/g/offsets/t/0-{p}", b"0")
+    assert all(r is not None and not isinstance(r, Exception) for r in tx.commit())
+    proc = subprocess.Popen([sys.executable, "-m", "zkconsumer", "group", "describe", "--zk",
+                             zk_connect, "--group", "g", "--json", "--no-log-end"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"{\n"
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141
+    assert err == b""
