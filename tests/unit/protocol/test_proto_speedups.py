@@ -253,3 +253,18 @@ def test_the_compiled_crc_is_zlibs_at_every_length() -> None:
         for start in (0, 1, 7, 15):
             chunk = blob[start:start + n]
             assert ext.crc32(chunk) == zlib.crc32(chunk), (n, start, ext.CRC32)
+
+
+def test_a_batch_is_an_arrow_large_binary_column_without_copying_values() -> None:
+    pa = pytest.importorskip("pyarrow")
+    payloads = [b"", b"one", b"x" * 300, b"three"]
+    data = encode_message_set(payloads[:2]) + encode_message_set(
+        payloads[2:], compression=Compression.GZIP)
+    batch = decode_batch(data, 500)
+    column = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(batch),
+        [None, pa.py_buffer(batch.value_offsets), pa.py_buffer(batch.values)])
+    assert column.to_pylist() == payloads
+    assert list(batch.offsets) == [500, 510, 523, 523]  # entries of 10 and 13 bytes
+    assert batch.payloads() == payloads and batch.value(2) == b"x" * 300
+    assert (batch.valid_bytes, batch.incomplete, batch.too_large) == (len(data), False, False)
