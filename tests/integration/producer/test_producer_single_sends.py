@@ -109,3 +109,35 @@ def test_single_sends_after_a_broker_death_are_reported(dev_broker: Any) -> None
     producer.close()
     with pytest.raises(ProducerError, match="closed"):
         producer.send("dies", b"after close")
+
+
+def test_concurrent_single_senders_lose_nothing_and_keep_their_order(dev_broker: Any) -> None:
+    broker = dev_broker(zk=False, num_partitions=1)
+    producer = Producer(broker_list=broker_list(broker), producer_type="async", batch_size=50,
+                        queue_size=300, enqueue_timeout_ms=-1, confirm=True)
+
+    def sender(t: int) -> None:
+        for i in range(3000):
+            producer.send("conc", b"t%d-%05d" % (t, i), key=None if i % 4 else f"k{t}")
+
+    threads = [threading.Thread(target=sender, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    producer.close()
+    values = read_values(broker, "conc", 0)
+    assert len(values) == 12000 and producer.stats.messages_sent == 12000
+    for t in range(4):  # each thread's messages exactly once, in its order
+        assert [v for v in values if v.startswith(b"t%d-" % t)] == [
+            b"t%d-%05d" % (t, i) for i in range(3000)]
+
+
+def test_single_sends_to_a_compressed_topic(dev_broker: Any) -> None:
+    broker = dev_broker(zk=False)
+    values = [b"event %d of a compressible stream" % i for i in range(500)]
+    with Producer(broker_list=broker_list(broker), producer_type="async", batch_size=200,
+                  compression_codec="gzip", confirm=True) as producer:
+        for v in values:
+            producer.send("gz", v)
+    assert read_values(broker, "gz", 0) == values
