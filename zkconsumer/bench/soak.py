@@ -2,7 +2,8 @@
 
 Each run (`zkconsumer.bench.soak_run.run_soak`) starts its own ZooKeeper (behind a TCP proxy)
 and dev brokers, a group of ``zkconsumer run`` members (``--output``, ``--exec``,
-``--handler``) and a group of ``zkconsumer mirror`` members, produces numbered messages
+``--handler``), a lone ``run`` member in a group of its own, and a group of ``zkconsumer
+mirror`` members, produces numbered messages
 (plain, gzip, snappy, keyed; confirmed) and injects faults chosen by ``random.Random(seed)``:
 kill -9 / SIGTERM / SIGSTOP past the session timeout of members, kill -9 and restart of a
 broker and of ZooKeeper, dropped ZooKeeper connections.  Then it waits for lag 0 and counts
@@ -53,13 +54,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _row(r: SoakResult) -> str:
-    run = r.tallies.get("run")
+    groups = [t for name, t in r.tallies.items() if name != "mirror"]
     mirror = r.tallies.get("mirror")
     m = f"{mirror.lost}/{mirror.duplicates}" if mirror else "-"
-    if run is None:
+    if not groups:
         return f"{r.seed:>6}  {len(r.faults):>6}  (no count: {r.failures[:1]})"
-    return (f"{r.seed:>6}  {len(r.faults):>6}  {run.produced:>8}  {run.consumed:>8}  "
-            f"{run.lost:>4}  {run.duplicates:>10}  {r.bound:>6}  {m:>16}  {r.seconds:>4.0f}s"
+    consumed = sum(t.consumed for t in groups)
+    lost = sum(t.lost for t in groups)
+    dups = sum(t.duplicates for t in groups)
+    return (f"{r.seed:>6}  {len(r.faults):>6}  {groups[0].produced:>8}  {consumed:>8}  "
+            f"{lost:>4}  {dups:>10}  {r.bound:>6}  {m:>16}  {r.seconds:>4.0f}s"
             f"  {'ok' if r.ok else 'FAIL'}")
 
 

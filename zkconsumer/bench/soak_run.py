@@ -2,13 +2,16 @@
 
 `run_soak` starts a `SoakCluster` (own ZooKeeper behind a proxy, dev broker processes), a
 consumer group of ``zkconsumer run`` members (one ``--output`` member with two streams, one
-``--exec``, one ``--handler``; all write jsonl) and, with ``mirror``, a group of two
-``zkconsumer mirror`` members copying the topic to a second topic of the same cluster
-(``kafka07://``, confirmed produce).  A `Load` produces numbered messages throughout.
+``--exec``, one ``--handler``; all write jsonl), a second group with one lone ``--output``
+member with two streams (a lone member gets its partitions back after its session expired:
+issue 11's repro A) and, with ``mirror``, a group of two ``zkconsumer mirror`` members
+copying the topic to a second topic of the same cluster (``kafka07://``, confirmed
+produce).  A `Load` produces numbered messages throughout.
 
 Faults (``random.Random(seed)`` picks their order, targets and gaps; the same seed gives the
 same schedule): ``member-kill9`` (crash, then restart), ``member-term`` (clean stop, then
-restart), ``member-stop`` (SIGSTOP past the session timeout, then SIGCONT), ``broker-kill9``
+restart), ``member-stop`` (SIGSTOP past the session timeout, then SIGCONT; ``lone-stop``:
+the same to the lone member), ``broker-kill9``
 (kill -9, then restart on the same port and log dir), ``zk-kill9`` (kill -9 of ZooKeeper,
 restart on the same port and data dir), ``zk-drop`` (the proxy closes every member's
 ZooKeeper connection; sessions survive).  ``faults`` lists them in order (each once by
@@ -39,8 +42,10 @@ __all__ = ["FAULTS", "FaultRecord", "SoakConfig", "SoakResult", "run_soak"]
 
 log = logging.getLogger(__name__)
 
-FAULTS = ("member-kill9", "member-term", "member-stop", "broker-kill9", "zk-kill9", "zk-drop")
+FAULTS = ("member-kill9", "member-term", "member-stop", "lone-stop", "broker-kill9", "zk-kill9",
+          "zk-drop")
 TOPIC, MIRRORED, GROUP, MIRROR_GROUP = "soak", "soak-copy", "soak-run", "soak-mirror"
+LONE_GROUP = "soak-lone"
 
 
 @dataclass(frozen=True)
@@ -112,12 +117,13 @@ class _Run:
         s = config.settings
         specs = [MemberSpec("out", "output", GROUP, TOPIC, streams=2),
                  MemberSpec("exec", "exec", GROUP, TOPIC),
-                 MemberSpec("handler", "handler", GROUP, TOPIC)]
+                 MemberSpec("handler", "handler", GROUP, TOPIC),
+                 MemberSpec("lone", "output", LONE_GROUP, TOPIC, streams=2)]
         if config.mirror:
             specs += [MemberSpec(f"mirror{i}", "mirror", MIRROR_GROUP, TOPIC,
                                  target_topic=MIRRORED) for i in range(2)]
         self.members = [Member(spec, self.cluster, config.workdir, s) for spec in specs]
-        self.groups = [GROUP, MIRROR_GROUP] if config.mirror else [GROUP]
+        self.groups = [GROUP, LONE_GROUP] + ([MIRROR_GROUP] if config.mirror else [])
         self.observer: Observer | None = None
         self.load: Load | None = None
         self._samples: list[tuple[float, int]] = []
@@ -176,8 +182,8 @@ class _Run:
     def _fault(self, kind: str) -> FaultRecord:
         s = self.c.settings
         at = time.time()
-        if kind.startswith("member-"):
-            m = self.rng.choice(self.members)
+        if kind.startswith(("member-", "lone-")):
+            m = self.members[3] if kind == "lone-stop" else self.rng.choice(self.members)
             target = m.spec.name
             if kind == "member-kill9":
                 m.kill()
@@ -308,12 +314,15 @@ class _Run:
             r.failures.append(f"load failed: {self.load.error!r}")
         produced = list(self.load.produced_at)
         source = read_log(self.cluster.direct_connect, TOPIC)
-        outputs = [m.output for m in self.members if m.spec.kind != "mirror"]
-        records, torn = read_records(outputs, TOPIC)
         assert self.observer is not None
-        r.tallies["run"] = count(produced, source, records,
-                                 committed=self.observer.committed(GROUP, TOPIC))
-        r.tallies["run"].torn = torn
+        outputs = []
+        for name, group in (("run", GROUP), ("lone", LONE_GROUP)):
+            paths = [m.output for m in self.members if m.spec.group == group]
+            outputs += paths
+            records, torn = read_records(paths, TOPIC)
+            r.tallies[name] = count(produced, source, records,
+                                    committed=self.observer.committed(group, TOPIC))
+            r.tallies[name].torn = torn
         if c.mirror:
             target = read_log(self.cluster.direct_connect, MIRRORED)
             r.tallies["mirror"] = count(produced, source, target, by_id=True,
@@ -324,11 +333,13 @@ class _Run:
         # ZooKeeper fault), plus one producer batch per partition (a compressed set replays
         # whole); one more such term for the final stop.  docs/operations.md "Faults and
         # recovery" states it.
-        size = max(1, sum(p.stat().st_size for p in outputs if p.exists())) / max(1, len(records))
+        written = sum(t.consumed for t in r.tallies.values())
+        size = max(1, sum(p.stat().st_size for p in outputs if p.exists())) / max(1, written)
         r.peak_rate = _peak_rate(self._samples, s.commit_interval_ms / 1000) / size
         partitions = c.brokers * c.partitions
         base = r.peak_rate * 2 * s.commit_interval_ms / 1000 + partitions * 20
-        hit = [1 if f.kind.startswith("member-") else len(self.members) for f in r.faults]
+        hit = [1 if f.kind.startswith(("member-", "lone-")) else len(self.members)
+               for f in r.faults]
         r.bound = int(sum(base + n * s.max_in_flight for n in [*hit, len(self.members)]))
         for name, t in r.tallies.items():
             window = self._window
