@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from array import array
 
-from zkconsumer.errors import LocalProtocolError
+from zkconsumer.errors import DecodeError, LocalProtocolError
 from zkconsumer.protocol import messageset
 from zkconsumer.protocol.constants import DEFAULT_MAX_INFLATED
 from zkconsumer.protocol.messageset import Buffer
 
-__all__ = ["MessageBatch", "decode_batch"]
+__all__ = ["MessageBatch", "decode_batch", "decode_batch_valid_prefix"]
 
 
 class MessageBatch:
@@ -115,3 +115,24 @@ def decode_batch(buf: Buffer, base_offset: int = 0, *,
                         array("q", [m[1] for m in decoded.messages]), value_offsets,
                         b"".join(m[2] for m in decoded.messages), decoded.valid_bytes,
                         len(data))
+
+
+def decode_batch_valid_prefix(buf: Buffer, base_offset: int = 0, *,
+                              max_inflated: int = DEFAULT_MAX_INFLATED,
+                              deep: bool = True) -> tuple[MessageBatch, DecodeError | None]:
+    """`decode_batch` that returns corruption instead of raising it (see `prefix`).
+
+    ``(batch, None)`` for a clean set; else the batch of every whole message before the
+    corrupt entry (``valid_bytes`` ends where it starts, ``size`` is still ``len(buf)``) and
+    the error.  The extra decode of the prefix happens on the error path only.
+    """
+    try:
+        return decode_batch(buf, base_offset, max_inflated=max_inflated, deep=deep), None
+    except DecodeError as exc:
+        cut = exc.offset - base_offset if exc.offset is not None else 0
+        if not 0 <= cut <= len(buf):
+            cut = 0  # cannot happen: decode errors are anchored inside the buffer
+        prefix = decode_batch(memoryview(buf)[:cut], base_offset, max_inflated=max_inflated,
+                              deep=deep)
+        prefix.size = len(buf)
+        return prefix, exc
