@@ -36,7 +36,7 @@ def encode_set(payloads: Sequence[bytes], codec: Compression = Compression.NONE)
         return encode_message_set(payloads, compression=codec)
     lengths = list(map(len, payloads))
     total = sum(lengths)
-    if max(lengths) > MAX_PAYLOAD:
+    if total > MAX_PAYLOAD and max(lengths) > MAX_PAYLOAD:
         return encode_message_set(payloads, compression=codec)  # raises the framing error
     crc = zlib.crc32 if total < _SMALL * n else crc32
     headers = list(map(HEADER_V1.pack, map(add, lengths, repeat(6, n)), repeat(1, n),
