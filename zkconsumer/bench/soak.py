@@ -62,8 +62,9 @@ def _row(r: SoakResult) -> str:
     consumed = sum(t.consumed for t in groups)
     lost = sum(t.lost for t in groups)
     dups = sum(t.duplicates for t in groups)
+    bound = sum(v for k, v in r.bounds.items() if k != "mirror")
     return (f"{r.seed:>6}  {len(r.faults):>6}  {groups[0].produced:>8}  {consumed:>8}  "
-            f"{lost:>4}  {dups:>10}  {r.bound:>6}  {m:>16}  {r.seconds:>4.0f}s"
+            f"{lost:>4}  {dups:>10}  {bound:>6}  {m:>16}  {r.seconds:>4.0f}s"
             f"  {'ok' if r.ok else 'FAIL'}")
 
 

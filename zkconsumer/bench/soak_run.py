@@ -84,8 +84,8 @@ class SoakResult:
     seconds: float = 0.0
     faults: list[FaultRecord] = field(default_factory=list)
     tallies: dict[str, Tally] = field(default_factory=dict)   # "run", "mirror"
-    bound: int = 0
-    peak_rate: float = 0.0
+    bounds: dict[str, int] = field(default_factory=dict)       # duplicate bound per tally
+    peak_rates: dict[str, float] = field(default_factory=dict)  # msg/s per tally
     failures: list[str] = field(default_factory=list)
     workdir: Path | None = None
 
@@ -100,7 +100,8 @@ class SoakResult:
         for name, t in self.tallies.items():
             lines.append(f"  {name}: produced {t.produced}, in log {t.in_log} (+{t.log_duplicates}"
                          f" producer retries), consumed {t.consumed}, lost {t.lost}, "
-                         f"duplicates {t.duplicates} (bound {self.bound}), torn {t.torn}, "
+                         f"duplicates {t.duplicates} (bound {self.bounds.get(name)}, peak "
+                         f"{self.peak_rates.get(name, 0):.0f} msg/s), torn {t.torn}, "
                          f"pending {sum(len(g.ids) for g in t.pending)}")
         lines += [f"  FAILURE: {f}" for f in self.failures]
         return "\n".join(lines)
@@ -126,7 +127,7 @@ class _Run:
         self.groups = [GROUP, LONE_GROUP] + ([MIRROR_GROUP] if config.mirror else [])
         self.observer: Observer | None = None
         self.load: Load | None = None
-        self._samples: list[tuple[float, int]] = []
+        self._samples: list[tuple[float, dict[str, int]]] = []
 
     # --- waiting -------------------------------------------------------------------------
     def _wait_whole(self, what: str, timeout: float, *, ends: dict | None = None,  # type: ignore[type-arg]
@@ -161,9 +162,11 @@ class _Run:
         return counts
 
     def _sample(self) -> None:
-        total = sum(m.output.stat().st_size for m in self.members
-                    if m.spec.kind != "mirror" and m.output.exists())
-        self._samples.append((time.monotonic(), total))
+        sizes: dict[str, int] = {}
+        for m in self.members:
+            if m.spec.kind != "mirror" and m.output.exists():
+                sizes[m.spec.group] = sizes.get(m.spec.group, 0) + m.output.stat().st_size
+        self._samples.append((time.monotonic(), sizes))
 
     def _reap_unexpected(self) -> None:
         for m in self.members:
@@ -307,7 +310,7 @@ class _Run:
         self.cluster.stop()
 
     def _count(self) -> None:
-        r, c, s = self.result, self.c, self.c.settings
+        r, c = self.result, self.c
         if self.load is None:
             return
         if self.load.error is not None:
@@ -315,10 +318,8 @@ class _Run:
         produced = list(self.load.produced_at)
         source = read_log(self.cluster.direct_connect, TOPIC)
         assert self.observer is not None
-        outputs = []
         for name, group in (("run", GROUP), ("lone", LONE_GROUP)):
             paths = [m.output for m in self.members if m.spec.group == group]
-            outputs += paths
             records, torn = read_records(paths, TOPIC)
             r.tallies[name] = count(produced, source, records,
                                     committed=self.observer.committed(group, TOPIC))
@@ -327,20 +328,7 @@ class _Run:
             target = read_log(self.cluster.direct_connect, MIRRORED)
             r.tallies["mirror"] = count(produced, source, target, by_id=True,
                                         committed=self.observer.committed(MIRROR_GROUP, TOPIC))
-        # duplicate bound, per fault: two commit intervals at the peak consumption rate (what
-        # was acknowledged but not committed, and the commit in flight), plus the in-flight
-        # window of every member the fault hit (one for a member fault, all for a broker or
-        # ZooKeeper fault), plus one producer batch per partition (a compressed set replays
-        # whole); one more such term for the final stop.  docs/operations.md "Faults and
-        # recovery" states it.
-        written = sum(t.consumed for t in r.tallies.values())
-        size = max(1, sum(p.stat().st_size for p in outputs if p.exists())) / max(1, written)
-        r.peak_rate = _peak_rate(self._samples, s.commit_interval_ms / 1000) / size
-        partitions = c.brokers * c.partitions
-        base = r.peak_rate * 2 * s.commit_interval_ms / 1000 + partitions * 20
-        hit = [1 if f.kind.startswith(("member-", "lone-")) else len(self.members)
-               for f in r.faults]
-        r.bound = int(sum(base + n * s.max_in_flight for n in [*hit, len(self.members)]))
+        self._bounds({"run": GROUP, "lone": LONE_GROUP, "mirror": MIRROR_GROUP})
         for name, t in r.tallies.items():
             window = self._window
             for gap in t.gaps:
@@ -353,9 +341,44 @@ class _Run:
                                   f"log (producer side), e.g. {t.not_in_log[:5]}")
             if t.unknown:
                 r.failures.append(f"{name}: {t.unknown} record(s) not in the log")
-            if t.duplicates > r.bound:
+            if t.duplicates > r.bounds[name]:
                 r.failures.append(f"{name}: {t.duplicates} duplicates exceed the bound "
-                                  f"{r.bound}")
+                                  f"{r.bounds[name]}")
+
+    def _bounds(self, groups: dict[str, str]) -> None:
+        """The duplicate bound of each tally (docs/operations.md, "Faults and recovery").
+
+        Per fault that hit the group: two commit intervals at the group's peak consumption
+        rate (acknowledged but not committed, and the commit in flight), plus the in-flight
+        window of each member the fault hit (the member itself for a member fault, every
+        member of the group for a broker or ZooKeeper fault), plus one producer batch per
+        partition (a compressed set replays whole).  One more term for the final stop.
+        """
+        r, c, s = self.result, self.c, self.c.settings
+        interval = s.commit_interval_ms / 1000
+        for name, group in groups.items():
+            if name not in r.tallies:
+                continue
+            paths = [m.output for m in self.members if m.spec.group == group]
+            size = sum(p.stat().st_size for p in paths if p.exists())
+            per_record = size / r.tallies[name].consumed if size and r.tallies[name].consumed \
+                else 0.0
+            samples = [(t, sizes.get(group, 0)) for t, sizes in self._samples]
+            r.peak_rates[name] = _peak_rate(samples, interval) / per_record if per_record else 0
+        top = max(r.peak_rates.values(), default=0.0)
+        for name, group in groups.items():
+            if name not in r.tallies:
+                continue
+            rate = r.peak_rates.get(name) or top  # the mirror writes no file: the top rate
+            members = [m.spec.name for m in self.members if m.spec.group == group]
+            base = rate * 2 * interval + c.brokers * c.partitions * 20
+            hits = [len(members)]  # the final stop
+            for f in r.faults:
+                if not f.kind.startswith(("member-", "lone-")):
+                    hits.append(len(members))
+                elif f.target in members:
+                    hits.append(1)
+            r.bounds[name] = int(sum(base + n * s.max_in_flight for n in hits))
 
     def _window(self, ids: list[int]) -> str:
         assert self.load is not None
