@@ -43,7 +43,7 @@ import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from zkconsumer.client.alignment import check_alignment, misaligned_error
 from zkconsumer.client.connection import BrokerConnection
@@ -68,7 +68,12 @@ from zkconsumer.protocol import (
     decode_multifetch_response,
     decode_offsets_response,
 )
+from zkconsumer.protocol.batch import MessageBatch, decode_batch_valid_prefix
+from zkconsumer.protocol.messageset import DecodedSet
 from zkconsumer.protocol.prefix import decode_valid_prefix
+
+#: What one fetch decodes to: a `DecodedSet` (iter_batches) or a `MessageBatch` (iter_columns).
+_D = TypeVar("_D", DecodedSet, MessageBatch)
 
 __all__ = [
     "FetchedMessage",
@@ -252,6 +257,25 @@ class SimpleConsumer:
         module docstring says; with ``stop_at_end=False`` it waits ``idle_wait`` seconds at the
         end of the log and polls again.
         """
+        for next_offset, decoded in self._iter_decoded(topic, partition, offset, stop_at_end,
+                                                       decode_valid_prefix):
+            yield next_offset, decoded.messages
+
+    def iter_columns(self, topic: str, partition: int, offset: int, *,
+                     stop_at_end: bool = True) -> Iterator[tuple[int, MessageBatch]]:
+        """`iter_batches` with each fetch as a `MessageBatch` (offsets and payloads in columns).
+
+        The fastest loop: with the compiled decoder no Python object is made per message.
+        Same fetches, checks, errors and ``next_fetch_offset`` as `iter_batches`.
+        """
+        yield from self._iter_decoded(topic, partition, offset, stop_at_end,
+                                      decode_batch_valid_prefix)
+
+    def _iter_decoded(self, topic: str, partition: int, offset: int, stop_at_end: bool,
+                      decode: Callable[[bytes, int], tuple[_D, DecodeError | None]],
+                      ) -> Iterator[tuple[int, _D]]:
+        """The fetch loop of `iter_batches` / `iter_columns`; ``decode`` is a valid-prefix
+        decoder (the whole messages before a corrupt one, and its error)."""
         size = self.fetch_size
         start_checked = False  # offsets reached by walking are boundaries; the first may not be
         while True:
@@ -264,7 +288,7 @@ class SimpleConsumer:
                     return
                 self._sleep(self.idle_wait)
                 continue
-            decoded, error = decode_valid_prefix(data, offset)
+            decoded, error = decode(data, offset)
             if decoded.valid_bytes == 0:
                 if not start_checked:
                     start_checked = True
@@ -276,7 +300,7 @@ class SimpleConsumer:
             start_checked = True
             offset += decoded.valid_bytes
             size = self.fetch_size
-            yield offset, decoded.messages
+            yield offset, decoded
             if error is not None:
                 raise error  # the valid prefix went out first; the next fetch would fail here
 
