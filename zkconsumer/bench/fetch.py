@@ -6,6 +6,8 @@ producer batch), then read from offset 0 to the end, repeatedly for about ``--se
 
 * ``fetch batches`` -- `SimpleConsumer.iter_batches`: per fetch one list of
   ``(offset, next_offset, value)`` tuples, CRC-checked and decompressed (the fast path);
+* ``fetch columns`` -- `SimpleConsumer.iter_columns`: per fetch one `MessageBatch` (offsets
+  and payloads in columns; no object per message with the compiled decoder);
 * ``fetch messages`` -- `SimpleConsumer.iter_messages`: one `FetchedMessage` per message.
 
 Every case runs on both decoder paths (``compiled``: the ``_speedups`` extension when it is
@@ -49,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="only this codec (repeatable)")
     parser.add_argument("--size", action="append", choices=list(SIZES),
                         help="only this payload size (repeatable)")
-    parser.add_argument("--kind", action="append", choices=["batches", "messages"],
+    parser.add_argument("--kind", action="append", choices=["batches", "columns", "messages"],
                         help="only this loop (repeatable)")
     parser.add_argument("--path", action="append", choices=["compiled", "pure"],
                         help="only this decoder path (repeatable; default: both)")
@@ -84,6 +86,9 @@ def run_case(consumer: SimpleConsumer, topic: str, expected: int, kind: str,
         if kind == "batches":
             for _, messages in consumer.iter_batches(topic, 0, 0):
                 n += len(messages)
+        elif kind == "columns":
+            for _, batch in consumer.iter_columns(topic, 0, 0):
+                n += len(batch)
         else:
             for _ in consumer.iter_messages(topic, 0, 0):
                 n += 1
@@ -98,7 +103,7 @@ def run_case(consumer: SimpleConsumer, topic: str, expected: int, kind: str,
 def main(args: argparse.Namespace) -> int:
     codecs = args.codec or ["none", "gzip", "snappy"]
     sizes = args.size or list(SIZES)
-    kinds = args.kind or ["batches", "messages"]
+    kinds = args.kind or ["batches", "columns", "messages"]
     paths = [p for p in (args.path or ["compiled", "pure"])
              if p == "pure" or accel.speedups is not None]
     with tempfile.TemporaryDirectory(prefix="zkc-bench-fetch-") as tmp:

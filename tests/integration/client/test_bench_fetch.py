@@ -10,7 +10,7 @@ import pytest
 from zkconsumer.cli import main
 from zkconsumer.protocol import accel, active_decoder
 
-LINE = re.compile(r"fetch (batches|messages) (none|gzip) 100B (compiled|pure): (\d+) msg/s "
+LINE = re.compile(r"fetch (batches|columns|messages) (none|gzip) 100B (compiled|pure): (\d+) msg/s "
                   r"\((\d+\.\d) MB/s, (\d+\.\d{3}) CPU s/M msg\)")
 
 
@@ -24,7 +24,7 @@ def test_bench_fetch_prints_every_case_on_both_paths(capsys: pytest.CaptureFixtu
     cases = [line for line in out if not line.startswith("#")]
     paths = ["compiled", "pure"] if accel.speedups is not None else ["pure"]
     assert sorted(line.split(":")[0] for line in cases) == sorted(
-        f"fetch {kind} {codec} 100B {path}" for kind in ("batches", "messages")
+        f"fetch {kind} {codec} 100B {path}" for kind in ("batches", "columns", "messages")
         for codec in ("none", "gzip") for path in paths)
     for line in cases:
         m = LINE.fullmatch(line)
