@@ -61,6 +61,11 @@ __all__ = ["Coordinator"]
 log = logging.getLogger(__name__)
 
 
+#: How long a parked partition waits before it is claimed afresh (re-reading its committed
+#: offset, fetching again): an operator's `offsets reset` takes effect without a restart.
+PARKED_RETRY_S = 30.0
+
+
 class _Interrupted(Exception):
     """A session event or close arrived: abandon the rebalance in progress."""
 
@@ -90,6 +95,7 @@ class Coordinator:
         self._triggered = False
         self._kick = threading.Event()  # wakes a rebalance backoff early
         self._retry_at: float | None = None
+        self._parked_since: float | None = None  # see _parked_retry_due
         self._events: list[str] = []  # session events for the coordinator thread
         self._lost = False
         self._watches: dict[str, ChildrenWatch] = {}
@@ -232,7 +238,7 @@ class Coordinator:
         while not self._closing.is_set():
             with self._cond:
                 while not (self._closing.is_set() or self._events or self._triggered
-                           or self._retry_due()):
+                           or self._retry_due() or self._parked_retry_due()):
                     timeout = 1.0
                     if self._retry_at is not None:
                         timeout = max(0.0, min(timeout, self._retry_at - self._clock()))
@@ -266,6 +272,23 @@ class Coordinator:
                 log.exception("%s: unexpected error in the coordinator", self.consumer_id)
                 with self._cond:
                     self._retry_at = self._clock() + self.config.rebalance_backoff_ms / 1000.0
+
+    def _parked_retry_due(self) -> bool:
+        """True (and a rebalance requested) once a partition stayed parked for
+        `PARKED_RETRY_S`: its re-claim retries it (with cond held)."""
+        parked = any(s.error is not None for s in self.ownership.states().values())
+        now = self._clock()
+        if not parked:
+            self._parked_since = None
+            return False
+        if self._parked_since is None:
+            self._parked_since = now
+        if now - self._parked_since < PARKED_RETRY_S:
+            return False
+        self._parked_since = None
+        self._triggered = True
+        log.info("%s: retrying parked partition(s)", self.consumer_id)
+        return True
 
     def _retry_due(self) -> bool:
         return self._retry_at is not None and self._clock() >= self._retry_at
@@ -392,7 +415,10 @@ class Coordinator:
         decision = view.assignable(view.decide(), self.group, self.consumer_id)
         own = self.ownership
         current = own.states()
-        keep = {k for k, s in current.items() if decision.get(k) == s.thread_id}
+        # a parked partition (corrupt data, misaligned or unreadable offset...) is claimed
+        # afresh: it re-reads its committed offset, which an operator may have fixed
+        keep = {k for k, s in current.items()
+                if decision.get(k) == s.thread_id and s.error is None}
         keep -= set(own.verify(keep))
         revoke = [k for k in current if k not in keep]
         new = {k: t for k, t in decision.items() if k not in keep}

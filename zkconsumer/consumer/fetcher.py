@@ -76,7 +76,7 @@ class Fetcher:
     def __init__(self, broker: BrokerInfo, states: Sequence[PartitionState], delivery: Delivery,
                  *, reset_policy: str, fetch_size: int, max_fetch_size: int,
                  backoff_s: float, socket_timeout_s: float, buffer_size: int,
-                 on_reset: ResetCallback, name: str) -> None:
+                 on_reset: ResetCallback, name: str, group: str | None = None) -> None:
         self.broker = broker
         self.states = list(states)
         self.handle = FetchHandle()
@@ -89,6 +89,7 @@ class Fetcher:
         self._socket_timeout_s = socket_timeout_s
         self._buffer_size = buffer_size
         self._on_reset = on_reset
+        self._group = group  # named in the fix of a misaligned offset
         self._wake = threading.Event()
         #: partitions whose fetch offset is not yet known to be a message boundary
         self._unchecked = {s.key for s in self.states}
@@ -208,7 +209,7 @@ class Fetcher:
             return None
         if verdict.aligned is not False:
             return None
-        found = misaligned_error(state.topic, state.name, offset, verdict)
+        found = misaligned_error(state.topic, state.name, offset, verdict, group=self._group)
         found.__cause__ = error
         return found
 

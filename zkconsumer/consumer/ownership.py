@@ -290,7 +290,7 @@ class Ownership:
                 fetch_size=cfg.fetch_size, max_fetch_size=cfg.max_fetch_size,
                 backoff_s=cfg.fetcher_backoff_ms / 1000.0,
                 socket_timeout_s=cfg.socket_timeout_ms / 1000.0,
-                buffer_size=cfg.socket_buffersize, on_reset=self.write_reset,
+                buffer_size=cfg.socket_buffersize, on_reset=self.write_reset, group=self.group,
                 name=f"{self.consumer_id}-fetcher-{bid}")
             self._fetchers.append(fetcher)
             fetcher.start()

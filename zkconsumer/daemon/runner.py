@@ -207,7 +207,8 @@ class Daemon:
                     raise
                 except ZkConsumerError as exc:
                     # A fetcher parked one partition (message above max.fetch.size, corrupt
-                    # data, broker error): the others go on; it resumes at the next rebalance.
+                    # data, a misaligned or unreadable offset): the others go on; it is
+                    # claimed afresh at the next rebalance, and after 30 s at the latest.
                     self.partition_errors += 1
                     log.error("partition stopped: %s", exc, extra={"event": "partition_error"})
                     continue

@@ -18,7 +18,7 @@ from fixtures.waiting import wait_until
 from kazoo.client import KazooClient
 
 from zkconsumer.client import BrokerConnection, produce
-from zkconsumer.consumer import ConsumerConfig, GroupConsumer, Subscription
+from zkconsumer.consumer import ConsumerConfig, GroupConsumer, Subscription, coordinator
 from zkconsumer.errors import CorruptMessageError, MisalignedOffsetError, ZkConsumerError
 from zkconsumer.protocol import encode_message_set
 from zkconsumer.zk.registry import read_topic_partitions
@@ -114,4 +114,22 @@ def test_misaligned_committed_offset_is_named(
     text = str(error)
     assert "offset 17 of t/0-0 is misaligned" in text
     assert "zkconsumer offsets reset" in text
-    assert f"/consumers/GROUP/offsets/t/0-0:{2 * ENTRY}" in text
+    assert f"--group {GROUP} " in text
+    assert f"/consumers/{GROUP}/offsets/t/0-0:{2 * ENTRY}" in text
+
+
+def test_a_parked_partition_is_retried_once_its_offset_is_fixed(
+        dev_broker: Any, zk_session: ZkSession, zk_client: KazooClient,
+        consumer_for: Callable[[str], GroupConsumer], monkeypatch: pytest.MonkeyPatch) -> None:
+    # An operator fixes the offset (offsets reset --force) while the member runs: the
+    # partition is claimed afresh after PARKED_RETRY_S, without a restart or a rebalance.
+    monkeypatch.setattr(coordinator, "PARKED_RETRY_S", 0.5)
+    _topic(dev_broker, zk_session)
+    zk_client.create(f"/consumers/{GROUP}/offsets/t/0-0", b"17", makepath=True)
+    consumer = consumer_for("t")
+    _, failed = _poll(consumer, N, 1)
+    assert isinstance(failed[0], MisalignedOffsetError)
+    zk_client.set(f"/consumers/{GROUP}/offsets/t/0-0", str(2 * ENTRY).encode())
+    got, _ = _poll(consumer, N - 2, 0)
+    assert [m.value for m in got if m.partition == "0-0"][:N - 2] == [
+        b"0%03d" % i for i in range(2, N)]
