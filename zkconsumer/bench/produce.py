@@ -70,8 +70,8 @@ SCALA_REFERENCE = {("async", 1): "1.1-1.4 M msg/s", ("sync", 200): "1.4-1.6 M ms
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mb", type=float, default=50.0,
-                        help="MB of payload per case (default 50; x1 cases use 1/10, sync "
-                             "x1 cases 1/200)")
+                        help="MB of payload per case (default 50; the async x1 case uses "
+                             "1/10, sync x1 cases 1/200; the reference cases the full amount)")
     parser.add_argument("--send-batch", type=int, default=1000,
                         help="messages per send() call (default 1000)")
     parser.add_argument("--batch-size", type=int, default=5000,
@@ -219,7 +219,8 @@ def main(args: argparse.Namespace) -> int:
                 brokers.append(broker.start())
             kind = "sink" if args.sink else "in-process" if args.in_process else "subprocess"
             print(f"# {len(brokers)} dev broker(s) ({kind}); {args.send_batch} messages per "
-                  f"send(), batch.size {args.batch_size}", flush=True)
+                  f"send(), batch.size {args.batch_size} (x1, x200 and b200 cases: their own)",
+                  flush=True)
             for n, (mode, codec, label, per_send, batch) in enumerate(cases):
                 send_batch = per_send or args.send_batch
                 mb = args.mb if per_send != 1 or batch else args.mb / (
