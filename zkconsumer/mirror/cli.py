@@ -110,6 +110,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="address for --metrics-port (default 127.0.0.1)")
     parser.add_argument("--progress", action="store_true",
                         help="print a progress line on stderr")
+    parser.add_argument("--at-least-once", action="store_true",
+                        help="kafka:// target without transactions: commit after in-order "
+                             "acks (duplicates after a crash); default is exactly-once")
     sub = parser.add_subparsers(dest="mirror_command", metavar="[verify]")
     verify = sub.add_parser("verify", help="compare mirrored message counts, source vs target",
                             description="Count the source range the group committed and the "
@@ -173,9 +176,9 @@ def _subscription(args: argparse.Namespace) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
-    # kafka-python logs every connection at INFO; keep its WARNINGs and up unless debugging.
+    # librdkafka reports every refused connection; the mirror logs what matters itself.
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        logging.getLogger("kafka").setLevel(logging.WARNING)
+        logging.getLogger("zkconsumer.mirror.librdkafka").setLevel(logging.CRITICAL)
     if getattr(args, "mirror_command", None) == "verify":
         return _verify(args)
     return _run(args)
@@ -195,7 +198,8 @@ def _run(args: argparse.Namespace) -> int:
         topic_map=parse_topic_map(args.topic_map), partitioning=args.partitioning,
         key_regex=args.key_regex, create_topics=args.create_topics,
         partitions=args.partitions, replication_factor=args.replication_factor,
-        metrics_port=args.metrics_port, progress=args.progress)
+        metrics_port=args.metrics_port, progress=args.progress,
+        exactly_once=not args.at_least_once)
     consumer_config = ConsumerConfig.from_properties(consumer_props)
     subscription = _subscription(args)
 
@@ -218,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
     server = None
     if config.metrics_port is not None:
         def partitions() -> dict[str, dict[str, Any]]:
-            return dict(mirror.consumer.stats.partitions)  # type: ignore[attr-defined]
+            return dict(mirror.consumer.stats.partitions)  # type: ignore[attr-defined,union-attr]
 
         def health() -> tuple[bool, str]:
             if mirror.stats.healthy:
@@ -234,8 +238,16 @@ def _run(args: argparse.Namespace) -> int:
         mirror.stop()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    log.info("mirroring %s of group %s -> %s (%s partitioning)", subscription,
-             consumer_config.group_id, target, config.partitioning.value)
+    from zkconsumer.mirror.runner import exactly_once
+
+    if exactly_once(config):
+        mode = (f"exactly-once: transactions, checkpoints in {config.checkpoint_topic}")
+    elif target.kind == "kafka":
+        mode = "at-least-once (--at-least-once): duplicates possible after a crash"
+    else:
+        mode = "at-least-once (kafka07:// targets have no transactions)"
+    log.info("mirroring %s of group %s -> %s (%s partitioning), %s", subscription,
+             consumer_config.group_id, target, config.partitioning.value, mode)
     try:
         mirror.run()
     finally:

@@ -6,10 +6,11 @@ properties namespace carries everything, split by prefix:
 
 * no prefix -- 0.7 consumer properties (``groupid``, ``zk.connect``, ``fetch.size`` ...), the
   same file a Scala MirrorMaker's ``--consumer.config`` used; handed to `ConsumerConfig`;
-* ``mirror.*`` -- the mirror's own knobs (in-flight window, commit interval, timeouts);
-* ``target.*`` -- the target client: kafka-python ``KafkaProducer`` options with dots for
-  underscores (``target.linger.ms`` -> ``linger_ms``) for ``kafka://``, or 0.7 producer
-  properties (``target.compression.codec``) for ``kafka07://``.
+* ``mirror.*`` -- the mirror's own knobs (in-flight window, commit interval, timeouts,
+  transactions);
+* ``target.*`` -- the target client: librdkafka producer properties (``target.linger.ms``,
+  ``target.compression.type``) for ``kafka://``, or 0.7 producer properties
+  (``target.compression.codec``) for ``kafka07://``.
 
 Invariants: the target URL parses (`TargetSpec.parse`); ``preserve``/``hash``/``round-robin``
 only; ``--create-topics`` needs ``--partitions`` and a ``kafka://`` target (0.7 has no
@@ -148,7 +149,12 @@ MIRROR_PROPERTIES: dict[str, str] = {
     "retry.backoff.ms": "retry_backoff_ms",
     "retry.backoff.max.ms": "retry_backoff_max_ms",
     "progress.interval.ms": "progress_interval_ms",
+    "transaction.interval.ms": "transaction_interval_ms",
+    "transaction.max.messages": "transaction_max_messages",
+    "transaction.timeout.ms": "transaction_timeout_ms",
+    "checkpoint.topic": "checkpoint_topic",
 }
+_STRING_PROPERTIES = frozenset({"checkpoint.topic"})
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,15 @@ class MirrorConfig:
     retry_backoff_ms: int = 500
     retry_backoff_max_ms: int = 30000
     progress_interval_ms: int = 5000
+    #: ``kafka://`` only: transactions + target-side checkpoints (the default), or today's
+    #: at-least-once mode (``--at-least-once``) for targets without transactions.
+    exactly_once: bool = True
+    #: Exactly-once: how often (and after how many messages) each lane commits its transaction.
+    transaction_interval_ms: int = 200
+    transaction_max_messages: int = 100000
+    #: Exactly-once: the producer's commit/init timeout (and librdkafka transaction.timeout.ms).
+    transaction_timeout_ms: int = 60000
+    checkpoint_topic: str = "__zkconsumer_mirror_checkpoints"
     #: ``target.*`` options, prefix stripped, values still strings (the target converts them).
     target_options: Mapping[str, str] = field(default_factory=dict)
     metrics_port: int | None = None
@@ -217,8 +232,12 @@ class MirrorConfig:
         _positive(self.replication_factor, "--replication-factor")
         for fname in ("max_in_flight", "poll_batch", "commit_interval_ms",
                       "shutdown_timeout_ms", "revoke_timeout_ms", "retry_backoff_ms",
-                      "retry_backoff_max_ms", "progress_interval_ms"):
+                      "retry_backoff_max_ms", "progress_interval_ms",
+                      "transaction_interval_ms", "transaction_max_messages",
+                      "transaction_timeout_ms"):
             _positive(getattr(self, fname), "mirror." + _FIELD_TO_PROP[fname])
+        if self.target.kind == "kafka" and self.exactly_once:
+            validate_target_topic(self.checkpoint_topic)
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ConfigurationError("mirror.retry.backoff.max.ms must be >= mirror.retry.backoff.ms")
         if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
@@ -239,6 +258,9 @@ class MirrorConfig:
             fname = MIRROR_PROPERTIES.get(key)
             if fname is None:
                 raise ConfigurationError(f"unknown mirror property mirror.{key}")
+            if key in _STRING_PROPERTIES:
+                kwargs[fname] = str(raw).strip()
+                continue
             try:
                 kwargs[fname] = int(str(raw).strip())
             except ValueError as exc:

@@ -255,6 +255,9 @@ class Mirror:
         self._router.forget_counts()
         try:
             self.target.open()
+            # one partition-count question per topic now, not one (timing out) per resend
+            for key in self._tracker.keys():  # noqa: SIM118 - a method, not a dict
+                self._router.target_count(self._router.target_topic(key[0]))  # type: ignore[index]
         except ZkConsumerError:
             raise
         except Exception as exc:

@@ -29,6 +29,7 @@ class MirrorStats:
     target_errors: int = 0  # failed deliveries reported by the target client
     retries: int = 0  # retry rounds (each resends from the first failure on)
     commits: int = 0
+    transactions: int = 0  # exactly-once: committed target transactions
     in_flight: int = 0
     healthy: bool = True  # False while a target failure is being retried
     started: float = field(default_factory=time.monotonic)
@@ -54,7 +55,8 @@ class MirrorStats:
             return {
                 "messages": self.messages, "bytes": self.bytes, "sent": self.sent,
                 "target_errors": self.target_errors, "retries": self.retries,
-                "commits": self.commits, "in_flight": self.in_flight,
+                "commits": self.commits, "transactions": self.transactions,
+                "in_flight": self.in_flight,
                 "healthy": self.healthy, "elapsed": time.monotonic() - self.started,
                 "per_topic": {t: tuple(v) for t, v in self.per_topic.items()},
             }
@@ -89,6 +91,9 @@ class MirrorCollector:
                                   "Retry rounds after target failures", value=snap["retries"])
         yield CounterMetricFamily("zkconsumer_mirror_commits",
                                   "Offset commits to ZooKeeper", value=snap["commits"])
+        yield CounterMetricFamily("zkconsumer_mirror_transactions",
+                                  "Target transactions committed (exactly-once mode)",
+                                  value=snap["transactions"])
         yield GaugeMetricFamily("zkconsumer_mirror_in_flight",
                                 "Messages sent and not yet committable", value=snap["in_flight"])
         yield GaugeMetricFamily("zkconsumer_mirror_healthy",

@@ -17,7 +17,7 @@ Strategies (docs/mirror.md has the operator's view):
   target partition, so per-partition order survives, whatever ``n`` is.
 * ``hash`` -- with ``--key-regex``, group 1 of the first match is the message *key*; the route
   carries the key and no partition, so the target client's own key partitioner decides
-  (kafka-python's murmur2, identical to the Java client's, so modern consumers can rely on
+  (librdkafka's ``murmur2_random``, identical to the Java client's, so modern consumers can rely on
   key -> partition; on a 0.7 target the 0.7 producer's Java ``hashCode``).  Without a key (no
   regex, or it does not match) the payload is hashed with that same target hash function and
   the route carries an explicit partition: the payload is not duplicated into a key.
@@ -66,11 +66,41 @@ def preserve_index(partitions: Sequence[str]) -> dict[str, int]:
     return {name: i for i, name in enumerate(ordered)}
 
 
-def murmur2_partition(data: bytes, n: int) -> int:
-    """The Java client's (and kafka-python's) default partition for key ``data``."""
-    from kafka.partitioner.default import murmur2  # the one implementation, not a copy
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (``org.apache.kafka.common.utils.Utils.murmur2``) as a signed int32.
 
-    return (int(murmur2(data)) & 0x7FFFFFFF) % n
+    The Java client's default partitioner and librdkafka's ``murmur2_random`` partitioner
+    (which the mirror configures) both hash keys with it, so a payload hashed here lands
+    where a keyed record with that key would.
+    """
+    m = 0x5BD1E995
+    mask = 0xFFFFFFFF
+    length = len(data)
+    h = (0x9747B28C ^ length) & mask
+    end = length - (length & 3)
+    for i in range(0, end, 4):
+        k = data[i] | data[i + 1] << 8 | data[i + 2] << 16 | data[i + 3] << 24
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = ((h * m) & mask) ^ k
+    rest = length & 3
+    if rest == 3:
+        h ^= data[end + 2] << 16
+    if rest >= 2:
+        h ^= data[end + 1] << 8
+    if rest >= 1:
+        h ^= data[end]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def murmur2_partition(data: bytes, n: int) -> int:
+    """The Java client's (and librdkafka ``murmur2_random``'s) partition for key ``data``."""
+    return (murmur2(data) & 0x7FFFFFFF) % n
 
 
 class Router:

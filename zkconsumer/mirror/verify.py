@@ -26,7 +26,6 @@ stopped (its clean shutdown commits); while it runs, the target is ahead of the 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -108,57 +107,39 @@ def source_counts(session: ZkSession, group: str, *, topics: Iterable[str] | Non
 
 
 def kafka_counts(bootstrap: list[str], topics: Iterable[str], *, method: str = "read",
-                 payloads: bool = False, idle_timeout: float = 1.0,
-                 timeout: float = 600.0) -> dict[str, TopicTally]:
-    """Count messages of ``topics`` on a modern cluster (see module docstring)."""
-    from kafka import KafkaConsumer, TopicPartition
+                 payloads: bool = False, timeout: float = 600.0) -> dict[str, TopicTally]:
+    """Count messages of ``topics`` on a modern cluster (see module docstring).
 
-    from zkconsumer.mirror.targets import KafkaTarget
+    ``read`` uses a ``read_committed`` reader: what a downstream consumer of an exactly-once
+    mirror sees (aborted and open transactions excluded)."""
+    from confluent_kafka import TopicPartition
+
+    from zkconsumer.mirror.reader import _consumer, iter_records
+    from zkconsumer.mirror.targets import KafkaAdmin
 
     if method not in ("read", "offsets"):
         raise MirrorError(f"unknown count method {method!r} (read or offsets)")
-    describer = KafkaTarget(bootstrap)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, fetch_max_wait_ms=100,
-                             client_id="zkconsumer-mirror-verify")
+    admin = KafkaAdmin(bootstrap)
+    servers = ",".join(bootstrap)
     out: dict[str, TopicTally] = {}
-    try:
-        for topic in sorted(set(topics)):
-            tc = out[topic] = TopicTally(digests=Counter() if payloads else None)
-            n = describer.partition_count(topic)
-            tps = [TopicPartition(topic, p) for p in range(n)]
-            begin = consumer.beginning_offsets(tps)
-            end = consumer.end_offsets(tps)
-            if method == "offsets" and not payloads:
-                for tp in tps:
-                    tc.add(str(tp.partition), end[tp] - begin[tp])
-                continue
-            consumer.assign(tps)
-            consumer.seek_to_beginning()
-            deadline = time.monotonic() + timeout
-            idle_since: float | None = None
-            while True:
-                polled = consumer.poll(timeout_ms=200)
-                if polled:
-                    idle_since = None
-                    for tp, records in polled.items():
-                        tc.add(str(tp.partition), len(records), [r.value for r in records])
-                else:
-                    at_end = all(consumer.position(tp) >= end[tp] for tp in tps)
-                    now = time.monotonic()
-                    if idle_since is None:
-                        idle_since = now
-                    # At (or past) the reported end and nothing more arrives: done.  Not at
-                    # the end: keep polling (slow fetches) until the overall deadline.
-                    if at_end and now - idle_since >= min(idle_timeout, 0.2):
-                        break
-                    if now > deadline:
-                        raise MirrorError(f"reading target topic {topic} did not reach its end "
-                                          f"within {timeout}s")
-            consumer.unsubscribe()
-    finally:
-        consumer.close()
-        describer.close()
+    for topic in sorted(set(topics)):
+        tc = out[topic] = TopicTally(digests=Counter() if payloads else None)
+        n = admin.partition_count(topic)
+        if method == "offsets" and not payloads:
+            consumer = _consumer(servers, "read_committed", None)
+            try:
+                for p in range(n):
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                               timeout=30)
+                    tc.add(str(p), high - low)
+            finally:
+                consumer.close()
+            continue
+        for p in range(n):
+            tc.partitions.setdefault(str(p), 0)
+        for record in iter_records(servers, topic, dict.fromkeys(range(n), 0),
+                                   timeout=timeout):
+            tc.add(str(record.partition), 1, (record.value,))
     return out
 
 

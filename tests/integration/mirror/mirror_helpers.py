@@ -20,9 +20,9 @@ REPO = Path(__file__).resolve().parents[3]
 FAST_MIRROR = {"commit_interval_ms": 100, "retry_backoff_ms": 100,
                "retry_backoff_max_ms": 500, "shutdown_timeout_ms": 10000,
                "revoke_timeout_ms": 3000, "progress_interval_ms": 1000}
-FAST_TARGET = {"request.timeout.ms": "500", "delivery.timeout.ms": "1500",
-               "max.block.ms": "2000", "reconnect.backoff.max.ms": "200",
-               "bootstrap.timeout.ms": "1000"}
+FAST_TARGET = {"request.timeout.ms": "500", "message.timeout.ms": "1500",
+               "reconnect.backoff.max.ms": "200",
+               "socket.connection.setup.timeout.ms": "1000"}
 
 
 def produce(zk_connect: str, topic: str, payloads: list[bytes], *,

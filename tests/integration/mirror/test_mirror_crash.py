@@ -18,7 +18,7 @@ FAST = ["--set", "mirror.commit.interval.ms=50", "--set", "rebalance.backoff.ms=
         "--set", "rebalance.retries.max=30", "--set", "fetcher.backoff.ms=50",
         "--set", "zk.sessiontimeout.ms=2000", "--set", "mirror.max.in.flight=200",
         "--set", "mirror.poll.batch=50", "--set", "target.request.timeout.ms=2000",
-        "--set", "target.delivery.timeout.ms=4000"]
+        "--set", "target.message.timeout.ms=4000"]
 
 
 def source_messages_below(zk_connect: str, topic: str, offsets: dict[str, int]) -> list[bytes]:

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from fixtures.tansu import create_topic, read_partitions
 from fixtures.waiting import wait_until
 from mirror_helpers import committed, log_ends, produce
 
 
+@pytest.mark.parametrize("exactly_once", [True, False], ids=["exactly-once", "at-least-once"])
 def test_outage_stops_progress_then_resumes_without_loss(zk_connect, dev_broker, tansu,
-                                                         start_mirror) -> None:
+                                                         start_mirror, exactly_once) -> None:
     dev_broker(num_partitions=2)
     create_topic(tansu.bootstrap, "audit", 2)
     before = [f"before-{i}".encode() for i in range(300)]
     produce(zk_connect, "audit", before, chunk=30)
     ends_before = log_ends(zk_connect, "audit")
-    mirror = start_mirror(tansu.url, topics=["audit"])
+    mirror = start_mirror(tansu.url, topics=["audit"], exactly_once=exactly_once)
     wait_until(lambda: committed(zk_connect, "mirror", "audit") == ends_before, timeout=30,
                what="the first batch mirrored and committed")
 

@@ -84,14 +84,16 @@ def test_properties_split_by_prefix_and_mirror_keys_convert() -> None:
         MirrorConfig.from_properties(KAFKA, {"nope": "1"}, {})
 
 
-def test_target_options_become_kafka_python_kwargs() -> None:
+def test_target_options_are_checked_librdkafka_properties() -> None:
     got = kafka_producer_options({"linger.ms": "3", "compression.type": "gzip",
                                   "enable.idempotence": "false", "request.timeout.ms": "1000",
-                                  "client_id": "x"})
-    assert got == {"linger_ms": 3, "compression_type": "gzip", "enable_idempotence": False,
-                   "request_timeout_ms": 1000, "client_id": "x"}
-    with pytest.raises(ConfigurationError, match="no option"):
+                                  "client.id": "x"})
+    assert got == {"linger.ms": "3", "compression.type": "gzip", "enable.idempotence": "false",
+                   "request.timeout.ms": "1000", "client.id": "x"}
+    with pytest.raises(ConfigurationError, match="No such configuration property"):
         kafka_producer_options({"lingr.ms": "1"})
+    with pytest.raises(ConfigurationError, match="librdkafka says"):
+        kafka_producer_options({"compression.type": "zip"})
     with pytest.raises(ConfigurationError, match="set by the mirror"):
         kafka_producer_options({"bootstrap.servers": "h:1"})
 

@@ -1,0 +1,611 @@
+"""The exactly-once mirror: 0.7 source partitions into ``kafka://`` targets in transactions.
+
+The design of Kafka Connect's exactly-once sources, with the 0.7 group as the source:
+
+* **One transactional producer per owned source partition** (a *lane*), ``transactional.id``
+  = ``zkconsumer-mirror.<group>.<topic>.<B-P>``.  The id follows the *partition*, not the
+  process: whoever claims the partition next -- the same process after a restart, another
+  member after a rebalance -- calls ``init_transactions`` with the same id, which aborts the
+  previous owner's open transaction and fences it (a zombie that lost its ZooKeeper session
+  but still runs can no longer commit).  ZooKeeper ownership decides who may claim; the
+  transactional id makes the target enforce it.
+* **A transaction carries its own source position.**  Every ``mirror.transaction.interval.ms``
+  (or ``mirror.transaction.max.messages``) each lane appends a checkpoint record
+  (`zkconsumer.mirror.checkpoints`) to the target's checkpoint topic and commits.  Data and
+  position become visible together or not at all.
+* **Claim = fence, then read the checkpoint** (read_committed), reset the 0.7 fetch position to
+  it (before the fetchers start: ``on_assigned`` runs first) and drop the messages of a
+  compressed set the checkpoint says were already mirrored.  Then scan the target from the
+  checkpoint's positions for records of this partition the checkpoint does not cover (only a
+  broker that does not filter aborted transactions shows any; see checkpoints.py) and do not
+  write those again.
+* **ZooKeeper is committed too, after the transaction** (the transaction's last message is
+  acknowledged to the group), so lag, ``group describe`` and Scala tooling keep working; it
+  trails the checkpoint and is never the resume point while a checkpoint exists (unless it
+  is ahead, e.g. after an at-least-once run: then it wins, with a WARNING).
+* **Failures.**  A commit that fails (target down, timeouts, an abortable error) makes the
+  lane rebuild its producer (``init_transactions`` aborts the open transaction), rescan, and
+  resend the messages of the failed transaction from memory -- with backoff, forever, as the
+  at-least-once engine does.  Being *fenced* means another process owns the partition now:
+  that is fatal for this process (exit 1 after committing what is safe).
+* **Rebalance.**  ``on_revoked`` commits the revoked lanes' open transactions (their data is
+  complete up to the last message produced) and closes their producers before the group
+  releases the partitions.  Messages of a claim that is no longer current (handed out before
+  a rebalance, processed after it) are dropped *and never acknowledged*: the next claim
+  resumes from the checkpoint, so nothing is skipped (issue 11's Defect 1 cannot happen here).
+
+Invariants: a message is acknowledged to the 0.7 group only after the transaction holding it
+committed; every record carries provenance headers (`HEADER_SOURCE`/`_OFFSET`/`_INDEX`);
+lanes are touched only under ``self._lock``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from zkconsumer.consumer.message import Message
+from zkconsumer.errors import MirrorError, TargetError, ZkConsumerError
+from zkconsumer.mirror.checkpoints import (
+    HEADER_INDEX,
+    HEADER_OFFSET,
+    HEADER_SOURCE,
+    Checkpoint,
+    checkpoint_key,
+    read_checkpoints,
+    scan_beyond,
+)
+from zkconsumer.mirror.config import MirrorConfig, Partitioning
+from zkconsumer.mirror.metrics import MirrorStats
+from zkconsumer.mirror.routing import Router
+from zkconsumer.mirror.targets import KafkaAdmin, producer_config
+
+__all__ = ["ExactlyOnceMirror", "transactional_id"]
+
+log = logging.getLogger(__name__)
+
+_FENCED = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH",
+                     "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"})
+
+
+class _Stopped(MirrorError):
+    """`stop` was called while waiting for the target: a clean stop, not an error."""
+
+
+def transactional_id(group: str, topic: str, partition: str) -> str:
+    """The id that follows a source partition from owner to owner (module docstring)."""
+    return f"zkconsumer-mirror.{group}.{topic}.{partition}"
+
+
+class _Lane:
+    """One owned source partition: its transactional producer and open transaction."""
+
+    def __init__(self, state: Any, target_topic: str, n_target: int) -> None:
+        self.state = state
+        self.topic: str = state.topic
+        self.partition: str = state.name
+        self.claim: int = state.claim
+        self.target_topic = target_topic
+        self.n_target = n_target
+        self.source = f"{self.topic}/{self.partition}".encode()
+        self.producer: Any = None
+        self.fixed: int | None = None  # preserve: the one target partition
+        self.resume: tuple[int, int] = (-1, 0)  # committed position: (0.7 offset, skip)
+        self.already: set[tuple[int, int]] = set()  # visible past `resume`: never resend
+        self.filtering = False
+        self.positions: dict[int, int] = {}  # live: moved by delivery reports
+        self.base: dict[int, int] = {}  # as in the last committed checkpoint
+        self.buffer: list[tuple[int, int, int, bytes, int | None, bytes | None]] = []
+        self.cur_offset = -1
+        self.cur_index = 0
+        self.bytes = 0
+
+    def track(self, err: Any, msg: Any) -> None:
+        """Delivery report of a segment's first record: a lower bound of every later record
+        of this lane in that target partition (where a future scan may start)."""
+        if err is None and msg.offset() is not None and msg.offset() >= 0:
+            p, o = msg.partition(), msg.offset()
+            if o > self.positions.get(p, -1):
+                self.positions[p] = o
+
+
+class ExactlyOnceMirror:
+    """A mirror process writing ``kafka://`` targets in transactions (module docstring)."""
+
+    def __init__(self, config: MirrorConfig, consumer: Any, *,
+                 source_partitions: Callable[[str], Sequence[str]],
+                 progress: Callable[[dict[str, Any]], None] | None = None,
+                 closers: Sequence[Callable[[], None]] = (),
+                 client_id: str = "zkconsumer-mirror",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.consumer = consumer
+        self.stats = MirrorStats()
+        self.group: str = consumer.config.group_id
+        self.bootstrap = ",".join(config.target.bootstrap)
+        self.description = str(config.target)
+        self._options = dict(config.target_options)
+        self._client_id = client_id
+        self._progress = progress
+        self._closers = list(closers)
+        self._clock = clock
+        self._stop = threading.Event()
+        self._lock = threading.RLock()
+        self._lanes: dict[tuple[str, str], _Lane] = {}
+        self._fatal: BaseException | None = None
+        self._started = False
+        self._failures = 0
+        self._created: set[str] = set()
+        self._admin = KafkaAdmin(config.target.bootstrap, self._options,
+                                 client_id=client_id + "-admin")
+        self._router = Router(
+            partitioning=config.partitioning, topic_map=config.topic_map,
+            target_partitions=self._target_partitions, source_partitions=source_partitions,
+            hash_partition=self._hash, key_regex=config.key_pattern())
+        consumer.add_listener(self)
+
+    # -- control ------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self) -> None:
+        try:
+            self._ensure_checkpoint_topic()
+            if not self._stop.is_set():
+                self.consumer.start()
+                self._started = True
+                self._loop()
+        except _Stopped:
+            pass  # stop() during a target failure: what is committed is safe
+        finally:
+            self._shutdown()
+
+    # -- target helpers -----------------------------------------------------------------------
+
+    @staticmethod
+    def _hash(data: bytes, n: int) -> int:
+        from zkconsumer.mirror.routing import murmur2_partition
+
+        return murmur2_partition(data, n)
+
+    def _retrying(self, what: str, fn: Callable[[], Any]) -> Any:
+        """``fn()`` until it succeeds, backing off; `TargetError`/config errors are final."""
+        while True:
+            try:
+                result = fn()
+                self._failures = 0
+                return result
+            except ZkConsumerError:
+                raise
+            except Exception as exc:
+                if self._stop.is_set():
+                    raise _Stopped(f"stopped while {what}") from exc
+                self._failures += 1
+                self.stats.healthy = False
+                self.stats.add("retries")
+                delay = self._backoff()
+                log.warning("%s on %s failed (%r); retrying in %.1fs", what, self.description,
+                            exc, delay)
+                self._stop.wait(delay)
+
+    def _backoff(self) -> float:
+        cfg = self.config
+        n = max(1, self._failures)
+        return min(cfg.retry_backoff_max_ms, cfg.retry_backoff_ms * (1 << min(n - 1, 20))) / 1000.0
+
+    def _ensure_checkpoint_topic(self) -> None:
+        topic = self.config.checkpoint_topic
+
+        def ensure() -> None:
+            try:
+                self._admin.partition_count(topic)
+            except TargetError:
+                self._admin.create_topic(topic, 1, self.config.replication_factor,
+                                         {"cleanup.policy": "compact"})
+
+        self._retrying("checking the checkpoint topic", ensure)
+
+    def _target_partitions(self, topic: str) -> int:
+        cfg = self.config
+        try:
+            return self._admin.partition_count(topic)
+        except TargetError:
+            if not cfg.create_topics or topic in self._created:
+                raise
+        assert cfg.partitions is not None  # guaranteed by MirrorConfig validation
+        self._admin.create_topic(topic, cfg.partitions, cfg.replication_factor)
+        self._created.add(topic)
+        return self._admin.partition_count(topic)
+
+    def _new_producer(self, lane: _Lane) -> Any:
+        from confluent_kafka import Producer
+
+        conf = producer_config(
+            self.config.target.bootstrap, self._options, client_id=self._client_id,
+            transactional_id=transactional_id(self.group, lane.topic, lane.partition))
+        producer = Producer(conf)
+        producer.init_transactions(self.config.transaction_timeout_ms / 1000.0)
+        return producer
+
+    def _close_producer(self, lane: _Lane) -> None:
+        producer, lane.producer = lane.producer, None
+        if producer is None:
+            return
+        try:
+            producer.purge()
+            producer.flush(0)
+        except Exception as exc:  # a broken producer must not block the others
+            log.debug("closing producer of %s/%s: %r", lane.topic, lane.partition, exc)
+
+    # -- claims (coordinator thread, before the fetchers start) ---------------------------------
+
+    def on_assigned(self, partitions: dict[str, list[str]]) -> None:
+        try:
+            self._assign(partitions)
+        except Exception as exc:  # the consumer swallows listener errors: make them fatal
+            if self._fatal is None and not self._stop.is_set():
+                self._fatal = exc
+
+    def _assign(self, partitions: dict[str, list[str]]) -> None:
+        # The consumer's own state of each claimed partition: its claim number tells stale
+        # messages apart, and reset_to moves the fetch position before the fetchers start.
+        states = self.consumer._coordinator.ownership.states()
+        lanes = []
+        for topic, names in partitions.items():
+            for name in names:
+                state = states.get((topic, name))
+                if state is None:
+                    continue
+                target = self._router.target_topic(topic)
+                n = self._retrying(f"describing target topic {target}",
+                                   partial(self._router.target_count, target))
+                lanes.append(_Lane(state, target, n))
+        if not lanes:
+            return
+        try:
+            self._claim(lanes)
+        except _Stopped:
+            return  # stopping: the lanes were not installed, nothing of theirs is acked
+        with self._lock:
+            for lane in lanes:
+                self._lanes[(lane.topic, lane.partition)] = lane
+        log.info("mirror assigned %s (exactly-once: resuming from the target's checkpoints)",
+                 partitions)
+
+    def _claim(self, lanes: list[_Lane]) -> None:
+        from confluent_kafka import TopicPartition
+
+        for lane in lanes:  # fence first: the zombie's open transaction is aborted now
+            lane.producer = self._retrying(
+                f"initialising transactions for {lane.topic}/{lane.partition}",
+                partial(self._new_producer, lane))
+        keys = {checkpoint_key(self.group, lane.topic, lane.partition): lane for lane in lanes}
+        found = self._retrying("reading checkpoints", lambda: read_checkpoints(
+            self.bootstrap, self.config.checkpoint_topic, keys))
+        for key, lane in keys.items():
+            if self.config.partitioning is Partitioning.PRESERVE:
+                lane.fixed = self._router.route(lane.topic, lane.partition, b"").partition
+            cp = found.get(key)
+            zk = lane.state.fetch_offset
+            if cp is not None and cp.offset >= 0 and zk is not None and zk > cp.offset:
+                log.warning("%s/%s: ZooKeeper offset %d is ahead of the target's checkpoint %d "
+                            "(an at-least-once run?); resuming from ZooKeeper",
+                            lane.topic, lane.partition, zk, cp.offset)
+                cp = Checkpoint(zk, 0, lane.target_topic, cp.positions)
+            if cp is None:
+                def watermarks(lane: _Lane = lane) -> dict[int, int]:
+                    from zkconsumer.mirror.reader import _consumer
+
+                    c = _consumer(self.bootstrap, "read_committed", None)
+                    try:
+                        return {p: int(c.get_watermark_offsets(
+                            TopicPartition(lane.target_topic, p), timeout=10)[1])
+                            for p in range(lane.n_target)}
+                    finally:
+                        c.close()
+
+                positions = self._retrying("reading target watermarks", watermarks)
+                cp = Checkpoint(-1 if zk is None else zk, 0, lane.target_topic, positions)
+                self._write_marker(lane, key, cp)
+            lane.resume = (cp.offset, cp.skip)
+            lane.positions = dict(cp.positions)
+            lane.base = dict(cp.positions)
+            lane.already = self._retrying("scanning the target", partial(
+                scan_beyond, self.bootstrap, lane.target_topic, lane.base, lane.source,
+                lane.resume))
+            if lane.already:
+                log.warning("%s/%s: %d records past the checkpoint are visible on the target "
+                            "(a broker that shows aborted transactions); not writing them again",
+                            lane.topic, lane.partition, len(lane.already))
+            lane.filtering = cp.skip > 0 or bool(lane.already)
+            if cp.offset >= 0 and cp.offset != zk:
+                lane.state.reset_to(cp.offset)
+            lane.producer.begin_transaction()
+            log.info("%s/%s: resuming at 0.7 offset %d (skip %d) under transactional.id %s",
+                     lane.topic, lane.partition, cp.offset, cp.skip,
+                     transactional_id(self.group, lane.topic, lane.partition))
+
+    def _write_marker(self, lane: _Lane, key: bytes, cp: Checkpoint) -> None:
+        """The claim marker: a checkpoint before any data, so a scan has a start."""
+        def write() -> None:
+            producer = lane.producer
+            producer.begin_transaction()
+            producer.produce(self.config.checkpoint_topic, cp.encode(), key=key, partition=0)
+            producer.commit_transaction(self.config.transaction_timeout_ms / 1000.0)
+
+        def attempt() -> None:
+            try:
+                write()
+            except Exception:
+                self._close_producer(lane)
+                lane.producer = self._new_producer(lane)
+                raise
+
+        self._retrying("writing the claim checkpoint", attempt)
+
+    # -- revocation (coordinator thread, before the group commits and releases) -----------------
+
+    def on_revoked(self, partitions: dict[str, list[str]]) -> None:
+        with self._lock:
+            for topic, names in partitions.items():
+                for name in names:
+                    lane = self._lanes.pop((topic, name), None)
+                    if lane is None:
+                        continue
+                    if lane.buffer and self._fatal is None:
+                        try:
+                            self._commit_lane(lane, retry=False)
+                        except Exception as exc:
+                            log.warning("%s/%s: committing the last transaction before release "
+                                        "failed (%r); the next owner resumes from the target's "
+                                        "checkpoint", topic, name, exc)
+                    self._close_producer(lane)
+
+    def on_state(self, state: str) -> None:
+        log.debug("source consumer state %s", state)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        cfg = self.config
+        txn_every = cfg.transaction_interval_ms / 1000.0
+        commit_every = cfg.commit_interval_ms / 1000.0
+        progress_every = cfg.progress_interval_ms / 1000.0
+        now = self._clock()
+        next_txn, next_commit, next_progress = now + txn_every, now + commit_every, \
+            now + progress_every
+        pending = 0
+        while not self._stop.is_set():
+            if self._fatal is not None:
+                raise self._fatal
+            batch = self.consumer.poll_view(cfg.poll_batch, 0.05)
+            if batch:
+                with self._lock:
+                    pending += self._produce(batch)
+            now = self._clock()
+            if now >= next_txn or pending >= cfg.transaction_max_messages:
+                with self._lock:
+                    self._commit_all()
+                pending = 0
+                next_txn = now + txn_every
+            if now >= next_commit:
+                self._zk_commit()
+                next_commit = now + commit_every
+            if self._progress is not None and now >= next_progress:
+                self._progress(self.stats.snapshot())
+                next_progress = now + progress_every
+
+    def _produce(self, batch: Any) -> int:
+        segments = getattr(batch, "_segments", None)
+        if segments is None:  # a plain list of messages (poll_batch)
+            segments = [(m._state, [(m.offset, m.next_offset, m.value)], 0, 1) for m in batch]
+        count = 0
+        lanes = self._lanes
+        for state, decoded, start, end in segments:
+            lane = lanes.get(state.key)
+            if lane is None or lane.claim != state.claim:
+                continue  # a revoked claim: never acked, the next claim resumes from the target
+            count += self._produce_segment(lane, decoded, start, end)
+        self.stats.add("sent", count)
+        self.stats.in_flight = sum(len(lane.buffer) for lane in lanes.values())
+        return count
+
+    def _produce_segment(self, lane: _Lane, decoded: Any, start: int, end: int) -> int:
+        producer = lane.producer
+        produce = producer.produce
+        topic = lane.target_topic
+        source = lane.source
+        fixed = lane.fixed
+        route = self._router.route
+        buffer = lane.buffer
+        offset, index = lane.cur_offset, lane.cur_index
+        n = size = 0
+        track: Callable[[Any, Any], None] | None = lane.track
+        for i in range(start, end):
+            o, nxt, value = decoded[i]
+            if o == offset:
+                index += 1
+            else:
+                offset, index = o, 0
+            if lane.filtering and self._already(lane, o, index):
+                continue
+            if fixed is None:
+                r = route(lane.topic, lane.partition, value)
+                partition, key = r.partition, r.key
+            else:
+                partition, key = fixed, None
+            buffer.append((o, nxt, index, value, partition, key))
+            headers = [(HEADER_SOURCE, source), (HEADER_OFFSET, b"%d" % o),
+                       (HEADER_INDEX, b"%d" % index)]
+            self._send(producer, produce, topic, value, partition, key, headers, track)
+            track = None
+            n += 1
+            size += len(value)
+        lane.cur_offset, lane.cur_index = offset, index
+        lane.bytes += size
+        if n:
+            producer.poll(0)  # serve delivery reports (only segments' first records have one)
+        return n
+
+    def _send(self, producer: Any, produce: Any, topic: str, value: bytes,
+              partition: int | None, key: bytes | None, headers: list[tuple[str, bytes]],
+              on_delivery: Any = None) -> None:
+        while True:
+            try:
+                if partition is None:
+                    produce(topic, value, key, headers=headers, on_delivery=on_delivery)
+                else:
+                    produce(topic, value, key, partition, headers=headers,
+                            on_delivery=on_delivery)
+                return
+            except BufferError:
+                producer.poll(0.05)
+
+    @staticmethod
+    def _already(lane: _Lane, offset: int, index: int) -> bool:
+        where = (offset, index)
+        if where < lane.resume:
+            return True
+        if where in lane.already:
+            lane.already.discard(where)
+            if not lane.already and lane.resume[1] == 0:
+                lane.filtering = False
+            return True
+        return False
+
+    # -- transactions -------------------------------------------------------------------------
+
+    def _commit_all(self) -> None:
+        for lane in list(self._lanes.values()):
+            if lane.buffer:
+                self._commit_lane(lane, retry=True)
+        self.stats.in_flight = 0
+
+    def _checkpoint(self, lane: _Lane) -> Checkpoint:
+        o, nxt, index = lane.buffer[-1][:3]
+        resume = (o, index + 1) if nxt == o else (nxt, 0)
+        return Checkpoint(resume[0], resume[1], lane.target_topic, dict(lane.positions))
+
+    def _commit_lane(self, lane: _Lane, *, retry: bool) -> None:
+        """Append the checkpoint, commit; on failure rebuild, rescan, resend, commit again."""
+        from confluent_kafka import KafkaException
+
+        cp = self._checkpoint(lane)
+        key = checkpoint_key(self.group, lane.topic, lane.partition)
+        timeout = self.config.transaction_timeout_ms / 1000.0
+        while True:
+            try:
+                producer = lane.producer
+                if producer is None:
+                    raise MirrorError("no producer")
+                producer.produce(self.config.checkpoint_topic, cp.encode(), key, 0)
+                producer.poll(0)
+                producer.commit_transaction(timeout)
+                break
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.name() in _FENCED or (err.fatal() and "fenced" in err.str().lower()):
+                    self._fatal = MirrorError(
+                        f"{lane.topic}/{lane.partition}: fenced on the target -- another "
+                        f"mirror process claimed this partition ({err.str()})")
+                    raise self._fatal from exc
+                if not retry:
+                    raise
+                self._recover(lane, exc)
+            except (MirrorError, BufferError) as exc:
+                if not retry or self._fatal is not None:
+                    raise
+                self._recover(lane, exc)
+        # committed: the data and the checkpoint are visible together
+        last = lane.buffer[-1]
+        count, size = len(lane.buffer), sum(len(e[3]) for e in lane.buffer)
+        lane.resume = (cp.offset, cp.skip)
+        lane.base = dict(cp.positions)
+        lane.buffer = []
+        self.stats.add("transactions")
+        self.stats.mirrored(lane.topic, count, size)
+        self.stats.healthy = True
+        self._failures = 0
+        state = lane.state
+        self.consumer.ack(Message(state.topic, state.broker_id, state.partition_id, last[0],
+                                  last[1], b"", state))
+        lane.producer.begin_transaction()
+
+    def _recover(self, lane: _Lane, exc: BaseException) -> None:
+        """Rebuild the lane's producer (aborting the failed transaction), rescan, resend."""
+        self.stats.add("target_errors")
+        self.stats.add("retries")
+        self.stats.healthy = False
+        self._failures += 1
+        delay = self._backoff()
+        log.error("%s/%s: transaction on %s failed (%r); %d messages to resend; retrying in "
+                  "%.1fs (nothing is skipped, nothing is acknowledged past it)", lane.topic,
+                  lane.partition, self.description, exc, len(lane.buffer), delay)
+        if self._stop.wait(delay):
+            raise _Stopped("stopped during a target failure") from exc
+        self._close_producer(lane)
+        self._ensure_checkpoint_topic()
+        lane.producer = self._retrying(
+            f"initialising transactions for {lane.topic}/{lane.partition}",
+            lambda: self._new_producer(lane))
+        lane.positions = dict(lane.base)
+        visible = self._retrying("scanning the target", lambda: scan_beyond(
+            self.bootstrap, lane.target_topic, lane.base, lane.source, lane.resume))
+        lane.producer.begin_transaction()
+        resend = [e for e in lane.buffer if (e[0], e[2]) not in visible]
+        if visible:
+            log.warning("%s/%s: %d records of the failed transaction are visible on the "
+                        "target anyway (aborted transactions not filtered); not resending them",
+                        lane.topic, lane.partition, len(lane.buffer) - len(resend))
+        producer = lane.producer
+        for o, _nxt, index, value, partition, key in resend:
+            headers = [(HEADER_SOURCE, lane.source), (HEADER_OFFSET, b"%d" % o),
+                       (HEADER_INDEX, b"%d" % index)]
+            self._send(producer, producer.produce, lane.target_topic, value, partition, key,
+                       headers)
+        self.stats.add("sent", len(resend))
+
+    def _zk_commit(self) -> None:
+        try:
+            self.consumer.commit()
+            self.stats.add("commits")
+        except ZkConsumerError as exc:
+            log.warning("offset commit failed (will retry): %s", exc)
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    def _shutdown(self) -> None:
+        try:
+            if self._started and self._fatal is None:
+                with self._lock:
+                    for lane in list(self._lanes.values()):
+                        if lane.buffer:
+                            try:
+                                self._commit_lane(lane, retry=False)
+                            except Exception as exc:
+                                log.warning("%s/%s: last transaction not committed (%r); it "
+                                            "is mirrored again on restart", lane.topic,
+                                            lane.partition, exc)
+                self._zk_commit()
+        finally:
+            try:
+                self.consumer.close()  # revokes every lane (on_revoked closes producers)
+            finally:
+                with self._lock:
+                    for lane in self._lanes.values():
+                        self._close_producer(lane)
+                    self._lanes.clear()
+                for close in self._closers:
+                    try:
+                        close()
+                    except Exception as exc:  # closing must not mask the real outcome
+                        log.debug("mirror cleanup: %r", exc)

@@ -1,0 +1,112 @@
+"""Read target partitions to their end with confluent-kafka (assigned, no consumer group).
+
+One reader for everything that looks at what the mirror wrote: ``mirror verify``, the
+exactly-once engine's checkpoint reads and claim-time scans, the tests and the benchmark.
+
+"The end" is what a reader of the chosen isolation level can see *now*: librdkafka's
+partition-EOF event, which for ``read_committed`` fires at the last stable offset (records of
+open transactions are not waited for) and for ``read_uncommitted`` at the high watermark.
+`read_partitions` returns once every assigned partition reported EOF after its last record.
+
+Invariants: no consumer group is joined and no offset is committed (``group.id`` is a
+throwaway name, auto-commit off); partitions are read in log order; a partition that does not
+exist raises `MirrorError`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from zkconsumer.errors import MirrorError
+from zkconsumer.mirror.targets import LIBRDKAFKA_LOG
+
+__all__ = ["Record", "iter_records", "read_partitions"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record as read back from the target."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+
+    def header(self, name: str) -> bytes | None:
+        for k, v in self.headers:
+            if k == name:
+                return v
+        return None
+
+
+def _consumer(bootstrap: str, isolation: str, options: Mapping[str, Any] | None) -> Any:
+    from confluent_kafka import Consumer
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"zkconsumer-reader-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "isolation.level": isolation,
+        "fetch.wait.max.ms": 50,
+        "allow.auto.create.topics": False,
+        "logger": LIBRDKAFKA_LOG,
+    }
+    conf.update(options or {})
+    return Consumer(conf)
+
+
+def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
+                 isolation: str = "read_committed", timeout: float = 120.0,
+                 options: Mapping[str, Any] | None = None) -> Iterator[Record]:
+    """Every record of ``topic``'s partitions ``start`` (``{partition: first offset}``; an
+    offset below the log start means the beginning) up to the end, in log order per
+    partition.  Raises `MirrorError` if the end is not reached within ``timeout`` seconds."""
+    from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+    if not start:
+        return
+    consumer = _consumer(bootstrap, isolation, options)
+    try:
+        consumer.assign([TopicPartition(topic, p, o if o > 0 else OFFSET_BEGINNING)
+                         for p, o in start.items()])
+        waiting = set(start)
+        deadline = time.monotonic() + timeout
+        while waiting:
+            if time.monotonic() > deadline:
+                raise MirrorError(f"reading {topic} partitions {sorted(waiting)} did not reach "
+                                  f"their end within {timeout:.0f}s")
+            for msg in consumer.consume(10000, 0.2):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        waiting.discard(msg.partition())
+                        continue
+                    if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                        raise MirrorError(f"target topic {topic} partition {msg.partition()} "
+                                          "does not exist")
+                    if err.fatal() or not err.retriable():
+                        raise MirrorError(f"reading {topic}: {err.str()}")
+                    continue
+                waiting.add(msg.partition())
+                yield Record(msg.partition(), msg.offset(), msg.key(), msg.value() or b"",
+                             tuple(msg.headers() or ()))
+    finally:
+        consumer.close()
+
+
+def read_partitions(bootstrap: str, topic: str, partitions: int, *,
+                    isolation: str = "read_committed",
+                    timeout: float = 120.0) -> dict[int, list[Record]]:
+    """``{partition: [records in log order]}`` of every partition, from the beginning."""
+    out: dict[int, list[Record]] = {p: [] for p in range(partitions)}
+    for record in iter_records(bootstrap, topic, dict.fromkeys(range(partitions), 0),
+                               isolation=isolation, timeout=timeout):
+        out[record.partition].append(record)
+    return out
