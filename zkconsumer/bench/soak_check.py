@@ -31,7 +31,7 @@ from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer.assignment import assign
 from zkconsumer.consumer.groupinfo import describe_group
 from zkconsumer.zk.offsets import read_topic_offsets
-from zkconsumer.zk.paths import parse_partition_name
+from zkconsumer.zk.paths import consumer_ids_path, parse_partition_name
 from zkconsumer.zk.registry import read_brokers, read_topic_partitions
 from zkconsumer.zk.session import ZkSession
 
@@ -57,6 +57,9 @@ class Observer:
 
     def close(self) -> None:
         self.session.close()
+
+    def member_ids(self, group: str) -> set[str]:
+        return set(self.session.get_children(consumer_ids_path(group)))
 
     def committed(self, group: str, topic: str) -> dict[str, int]:
         return read_topic_offsets(self.session, group, topic, strict=False)

@@ -183,7 +183,6 @@ class _Run:
 
     # --- faults --------------------------------------------------------------------------
     def _fault(self, kind: str) -> FaultRecord:
-        s = self.c.settings
         at = time.time()
         if kind.startswith(("member-", "lone-")):
             m = self.members[3] if kind == "lone-stop" else self.rng.choice(self.members)
@@ -195,9 +194,7 @@ class _Run:
                 m.terminate()
                 m.start()
             else:
-                m.signal(signal.SIGSTOP)
-                time.sleep(s.session_timeout_ms / 1000 + 1.5)  # the fault itself lasts this long
-                m.signal(signal.SIGCONT)
+                self._stop_past_session(m)
         elif kind == "broker-kill9":
             broker_id = self.rng.randrange(self.c.brokers)
             target = f"broker {broker_id}"
@@ -215,6 +212,29 @@ class _Run:
         else:
             raise ValueError(f"unknown fault {kind!r}")
         return FaultRecord(kind, target, at, time.time())
+
+    def _stop_past_session(self, m: Member) -> None:
+        """SIGSTOP ``m`` until ZooKeeper expired its session (its ids znode is gone: the
+        server expires sessions on tick boundaries, so up to a tick after the timeout), then
+        SIGCONT.  A session that does not expire within a bound is a failure."""
+        assert self.observer is not None
+        before = self.observer.member_ids(m.spec.group)
+        m.signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 3 * self.c.settings.session_timeout_ms / 1000 + 10
+        try:
+            while True:
+                try:
+                    if len(self.observer.member_ids(m.spec.group) & before) < len(before):
+                        return
+                except Exception:  # ZooKeeper hiccup: look again
+                    pass
+                if time.monotonic() > deadline:
+                    self.result.failures.append(
+                        f"member {m.spec.name}: its session did not expire while stopped")
+                    return
+                time.sleep(0.1)  # polling ZooKeeper
+        finally:
+            m.signal(signal.SIGCONT)
 
     def _schedule(self) -> Callable[[], str | None]:
         order = list(self.c.faults)
@@ -370,6 +390,7 @@ class _Run:
             if name not in r.tallies:
                 continue
             rate = r.peak_rates.get(name) or top  # the mirror writes no file: the top rate
+            r.peak_rates[name] = rate
             members = [m.spec.name for m in self.members if m.spec.group == group]
             base = rate * 2 * interval + c.brokers * c.partitions * 20
             hits = [len(members)]  # the final stop
