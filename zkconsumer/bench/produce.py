@@ -25,10 +25,11 @@ Cases (``produce <mode> <codec> <size>: N msg/s (M MB/s)``, MB = 10**6 payload b
 On a machine where the brokers cannot ingest as fast as the producer sends, the figure is the
 brokers' (the producer blocks on TCP back-pressure); ``--verbose`` also prints when the last
 ``send()`` returned and when ``close()`` had handed everything to the sockets.  ``--sink``
-isolates the producer's own cost: the "broker" is a thread that reads and discards (so
-confirmed modes are not available), and a case ends when ``close()`` returns.  ``--verbose``
-also prints the CPU time this process (the producer, and the sink thread with ``--sink``)
-spent per million messages, a figure less swayed by the machine's load than the rate.
+isolates the producer's own cost: the "broker" is a process (a thread with ``--in-process``)
+that reads and discards (so confirmed modes are not available), and a case ends when
+``close()`` returns.  ``--verbose``
+also prints the CPU time this process (the producer; with ``--in-process`` the brokers or
+sink too) spent per million messages, a figure less swayed by the machine's load than the rate.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from __future__ import annotations
 import argparse
 import random
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -106,17 +109,50 @@ def _payloads(size: int, n: int = 4096, seed: int = 11) -> list[bytes]:
             for _ in range(n)]
 
 
-class Sink:
-    """A TCP "broker" that reads and discards everything (for ``--sink``)."""
+#: The ``--sink`` process: accept connections on a free port (printed first), discard input.
+_SINK_SCRIPT = """
+import socket, threading
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+def drain(conn):
+    buf = bytearray(1 << 20)
+    with conn:
+        while conn.recv_into(buf):
+            pass
+while True:
+    conn, _ = listener.accept()
+    threading.Thread(target=drain, args=(conn,), daemon=True).start()
+"""
 
-    def __init__(self, broker_id: int) -> None:
+
+class Sink:
+    """A TCP "broker" that reads and discards everything (for ``--sink``).
+
+    A subprocess, so the producer's process runs nothing else (its CPU figure is the
+    producer's alone); with ``in_process`` a thread of this process, which then shares the GIL.
+    """
+
+    def __init__(self, broker_id: int, *, in_process: bool = False) -> None:
         self.broker_id = broker_id
         self.host = "127.0.0.1"
-        self._listener = socket.create_server((self.host, 0))
-        self.port = int(self._listener.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._proc: subprocess.Popen[str] | None = None
+        self._listener: socket.socket | None = None
+        if in_process:
+            self._listener = socket.create_server((self.host, 0))
+            self.port = int(self._listener.getsockname()[1])
+            threading.Thread(target=self._accept, daemon=True).start()
+            return
+        self._proc = subprocess.Popen([sys.executable, "-c", _SINK_SCRIPT],
+                                      stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.stop()
+            raise RuntimeError("the sink process did not start")
+        self.port = int(line)
 
     def _accept(self) -> None:
+        assert self._listener is not None
         while True:
             try:
                 conn, _ = self._listener.accept()
@@ -135,7 +171,13 @@ class Sink:
         return self
 
     def stop(self) -> None:
-        self._listener.close()
+        if self._listener is not None:
+            self._listener.close()
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
 
 
 def _appended(brokers: list[Any], topic: str) -> int:
@@ -210,7 +252,7 @@ def main(args: argparse.Namespace) -> int:
                 log_dir = Path(tmp) / f"broker-{i}"
                 broker: DevBroker | DevBrokerProcess | Sink
                 if args.sink:
-                    broker = Sink(i)
+                    broker = Sink(i, in_process=args.in_process)
                 elif args.in_process:
                     broker = DevBroker(i, log_dir, **settings)
                 else:
