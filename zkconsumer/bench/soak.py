@@ -25,7 +25,13 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from zkconsumer.bench.soak_run import FAULTS, SoakConfig, SoakResult, run_soak
+from zkconsumer.bench.soak_run import (
+    EXTRA_FAULTS,
+    FAULTS,
+    SoakConfig,
+    SoakResult,
+    run_soak,
+)
 
 HELP = "fault-injection soak of zkconsumer run and mirror: lost and duplicate messages"
 
@@ -43,8 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=0.0, metavar="S",
                         help="after one fault of each kind, keep injecting random faults "
                              "until S seconds passed (default 0)")
-    parser.add_argument("--fault", action="append", choices=FAULTS,
-                        help="only these fault kinds (repeatable; default all)")
+    parser.add_argument("--fault", action="append", choices=FAULTS + EXTRA_FAULTS,
+                        help="only these fault kinds (repeatable; default: all but "
+                             "member-start-stop)")
     parser.add_argument("--rate", type=float, default=1000.0, metavar="MSG_S",
                         help="messages produced per second (default 1000)")
     parser.add_argument("--no-mirror", action="store_true",

@@ -38,12 +38,15 @@ from zkconsumer.bench.soak_check import Observer, Tally, count, read_log, read_r
 from zkconsumer.bench.soak_load import Load
 from zkconsumer.bench.soak_procs import Member, MemberSpec, SoakCluster, SoakSettings
 
-__all__ = ["FAULTS", "FaultRecord", "SoakConfig", "SoakResult", "run_soak"]
+__all__ = ["EXTRA_FAULTS", "FAULTS", "FaultRecord", "SoakConfig", "SoakResult", "run_soak"]
 
 log = logging.getLogger(__name__)
 
 FAULTS = ("member-kill9", "member-term", "member-stop", "lone-stop", "broker-kill9", "zk-kill9",
           "zk-drop")
+#: Opt-in faults (``--fault NAME``), not in the default schedule: ``member-start-stop``
+#: freezes a restarted member past its session while its first rebalance still waits.
+EXTRA_FAULTS = ("member-start-stop",)
 TOPIC, MIRRORED, GROUP, MIRROR_GROUP = "soak", "soak-copy", "soak-run", "soak-mirror"
 LONE_GROUP = "soak-lone"
 
@@ -193,6 +196,12 @@ class _Run:
             elif kind == "member-term":
                 m.terminate()
                 m.start()
+            elif kind == "member-start-stop":
+                # crash, restart, and freeze the new process while its first rebalance waits
+                # for the dead session's owner znodes: a session expiry *during* start-up
+                m.kill()
+                m.start()
+                self._stop_past_session(m, registered=True)
             else:
                 self._stop_past_session(m)
         elif kind == "broker-kill9":
@@ -213,12 +222,21 @@ class _Run:
             raise ValueError(f"unknown fault {kind!r}")
         return FaultRecord(kind, target, at, time.time())
 
-    def _stop_past_session(self, m: Member) -> None:
+    def _stop_past_session(self, m: Member, *, registered: bool = False) -> None:
         """SIGSTOP ``m`` until ZooKeeper expired its session (its ids znode is gone: the
         server expires sessions on tick boundaries, so up to a tick after the timeout), then
-        SIGCONT.  A session that does not expire within a bound is a failure."""
+        SIGCONT.  A session that does not expire within a bound is a failure.  With
+        ``registered``, first wait until a just-started ``m`` registered (a new id)."""
         assert self.observer is not None
         before = self.observer.member_ids(m.spec.group)
+        if registered:  # its own id only: the crashed predecessor's expires meanwhile
+            deadline = time.monotonic() + 30
+            while not (new := self.observer.member_ids(m.spec.group) - before):
+                if time.monotonic() > deadline:
+                    self.result.failures.append(f"member {m.spec.name} did not register")
+                    return
+                time.sleep(0.02)  # polling ZooKeeper
+            before = new
         m.signal(signal.SIGSTOP)
         deadline = time.monotonic() + 3 * self.c.settings.session_timeout_ms / 1000 + 10
         try:
