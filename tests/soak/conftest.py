@@ -1,18 +1,14 @@
-"""The soak directory: the ``soak`` marker and its opt-in.
+"""The soak directory: opt-in for the ``soak`` marker (registered in pyproject.toml).
 
 Tests marked ``soak`` are the long, on-demand variants (many seeds, minutes each).  They are
 skipped unless the marker expression asks for them: ``pytest -m soak`` (or any ``-m``
-expression naming ``soak``).  The bounded soak in this directory carries no marker, so the
-default test command runs it.
+expression naming ``soak``).  The bounded soak in this directory carries no ``soak`` marker,
+so the default test command runs it.
 """
 
 from __future__ import annotations
 
 import pytest
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "soak: long fault-injection soak; run with -m soak")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
