@@ -1,13 +1,30 @@
-"""The producer's batch encoder is byte for byte the protocol's `encode_message_set`."""
+"""The producer's batch encoder is byte for byte the protocol's `encode_message_set`, with
+the compiled extension's CRC and without it (every test runs on both when it is built)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from zkconsumer.producer import encoding
 from zkconsumer.producer.encoding import encode_set
-from zkconsumer.protocol import Compression, decode_message_set, encode_message_set
+from zkconsumer.protocol import Compression, accel, decode_message_set, encode_message_set
+
+CRCS = ["compiled", "pure"] if getattr(accel.speedups, "crc32", None) else ["pure"]
+
+
+@pytest.fixture(scope="module", params=CRCS, autouse=True)
+def crc(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Module-scoped (hypothesis tests may use it): the CRC function `encode_set` uses."""
+    saved = encoding._compiled_crc
+    encoding._compiled_crc = saved if request.param == "compiled" else None
+    try:
+        yield request.param
+    finally:
+        encoding._compiled_crc = saved
 
 
 @given(st.lists(st.binary(max_size=300), max_size=40))
