@@ -1,11 +1,11 @@
-"""The soak's judge (zkconsumer/bench/soak_check.py, soak_run._peak_rate): pure counting."""
+"""The soak's judge (zkconsumer/bench/soak_check.py, soak_result.py): pure counting."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from zkconsumer.bench.soak_check import count, read_records
-from zkconsumer.bench.soak_run import _peak_rate
+from zkconsumer.bench.soak_result import duplicate_bound, peak_rate
 
 LOG = [("0-0", 0, 1), ("0-0", 10, 2), ("0-0", 20, 3), ("0-0", 20, 4), ("0-0", 40, 5),
        ("1-0", 0, 6), ("1-0", 10, 7)]
@@ -51,9 +51,15 @@ def test_read_records_skips_torn_lines_and_seed_messages(tmp_path: Path) -> None
 
 def test_peak_rate_over_windows() -> None:
     samples = [(0.0, 0), (0.5, 100), (1.0, 200), (1.5, 1200), (2.0, 1300)]
-    assert _peak_rate(samples, 0.5) == 2000.0
-    assert _peak_rate(samples, 1.0) == 1100.0
-    assert _peak_rate(samples[:1], 0.5) == 0.0
+    assert peak_rate(samples, 0.5) == 2000.0
+    assert peak_rate(samples, 1.0) == 1100.0
+    assert peak_rate(samples[:1], 0.5) == 0.0
+
+
+def test_duplicate_bound_per_fault() -> None:
+    # per fault: 2 x 0.5 s x 1000 msg/s + 4 partitions x 20 + members hit x 100
+    assert duplicate_bound(rate=1000, interval=0.5, partitions=4, max_in_flight=100,
+                           hits=[1, 3]) == 2 * 1080 + 400
 
 
 def test_unwritten_entries_past_the_committed_offset_are_pending_not_lost() -> None:

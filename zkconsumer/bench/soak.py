@@ -25,13 +25,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from zkconsumer.bench.soak_run import (
-    EXTRA_FAULTS,
-    FAULTS,
-    SoakConfig,
-    SoakResult,
-    run_soak,
-)
+from zkconsumer.bench.soak_result import SoakResult
+from zkconsumer.bench.soak_run import EXTRA_FAULTS, FAULTS, SoakConfig, run_soak
 
 HELP = "fault-injection soak of zkconsumer run and mirror: lost and duplicate messages"
 

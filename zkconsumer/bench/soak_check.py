@@ -35,13 +35,14 @@ from zkconsumer.zk.paths import consumer_ids_path, parse_partition_name
 from zkconsumer.zk.registry import read_brokers, read_topic_partitions
 from zkconsumer.zk.session import ZkSession
 
-__all__ = ["PREFIX", "Entry", "Gap", "Observer", "Tally", "count", "parse_id", "read_log",
+__all__ = ["PREFIX", "Ends", "Entry", "Gap", "Observer", "Tally", "count", "parse_id", "read_log",
            "read_records"]
 
 #: Every soak payload is ``soak-<id>``; anything else in a topic (seed messages) is ignored.
 PREFIX = "soak-"
 
 Entry = tuple[str, int, int]  # (partition "B-P", offset, id)
+Ends = dict[tuple[str, str, str], int | None]  # (group, topic, "B-P") -> log end
 
 
 def parse_id(value: str) -> int | None:
@@ -64,12 +65,12 @@ class Observer:
     def committed(self, group: str, topic: str) -> dict[str, int]:
         return read_topic_offsets(self.session, group, topic, strict=False)
 
-    def log_ends(self, groups: Sequence[str]) -> dict[tuple[str, str, str], int | None]:
+    def log_ends(self, groups: Sequence[str]) -> Ends:
         return {(g, p.topic, p.partition): p.log_end
                 for g in groups for p in describe_group(self.session, g).partitions}
 
     def group_problems(self, groups: Sequence[str],
-                       ends: dict[tuple[str, str, str], int | None] | None = None, *,
+                       ends: Ends | None = None, *,
                        lag0: bool = False, members: dict[str, int] | None = None) -> list[str]:
         """[] when every group is whole (see module docstring) and has ``members[group]``
         registered members; else what is wrong."""

@@ -34,9 +34,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zkconsumer.bench.soak_check import Observer, Tally, count, read_log, read_records
+from zkconsumer.bench.soak_check import Ends, Observer, count, read_log, read_records
 from zkconsumer.bench.soak_load import Load
 from zkconsumer.bench.soak_procs import Member, MemberSpec, SoakCluster, SoakSettings
+from zkconsumer.bench.soak_result import (
+    FaultRecord,
+    SoakResult,
+    duplicate_bound,
+    fault_window,
+    peak_rate,
+)
 
 __all__ = ["EXTRA_FAULTS", "FAULTS", "FaultRecord", "SoakConfig", "SoakResult", "run_soak"]
 
@@ -66,50 +73,6 @@ class SoakConfig:
     settings: SoakSettings = field(default_factory=SoakSettings)
 
 
-@dataclass
-class FaultRecord:
-    kind: str
-    target: str
-    at: float                     # wall time the fault started
-    ended: float                  # wall time it was undone (restart / SIGCONT)
-    recovery: float | None = None  # seconds from ``ended`` to recovered; None = never
-
-    def describe(self) -> str:
-        rec = f"recovered in {self.recovery:.1f}s" if self.recovery is not None else \
-            "NOT recovered"
-        return (f"{self.kind} {self.target} at {time.strftime('%H:%M:%S', time.gmtime(self.at))}"
-                f" (+{self.ended - self.at:.1f}s), {rec}")
-
-
-@dataclass
-class SoakResult:
-    seed: int
-    seconds: float = 0.0
-    faults: list[FaultRecord] = field(default_factory=list)
-    tallies: dict[str, Tally] = field(default_factory=dict)   # "run", "mirror"
-    bounds: dict[str, int] = field(default_factory=dict)       # duplicate bound per tally
-    peak_rates: dict[str, float] = field(default_factory=dict)  # msg/s per tally
-    failures: list[str] = field(default_factory=list)
-    workdir: Path | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    def report(self) -> str:
-        lines = [f"soak seed {self.seed}: {len(self.faults)} fault(s), {self.seconds:.0f}s, "
-                 f"workdir {self.workdir}"]
-        lines += [f"  fault {f.describe()}" for f in self.faults]
-        for name, t in self.tallies.items():
-            lines.append(f"  {name}: produced {t.produced}, in log {t.in_log} (+{t.log_duplicates}"
-                         f" producer retries), consumed {t.consumed}, lost {t.lost}, "
-                         f"duplicates {t.duplicates} (bound {self.bounds.get(name)}, peak "
-                         f"{self.peak_rates.get(name, 0):.0f} msg/s), torn {t.torn}, "
-                         f"pending {sum(len(g.ids) for g in t.pending)}")
-        lines += [f"  FAILURE: {f}" for f in self.failures]
-        return "\n".join(lines)
-
-
 class _Run:
     def __init__(self, config: SoakConfig) -> None:
         self.c = config
@@ -133,7 +96,7 @@ class _Run:
         self._samples: list[tuple[float, dict[str, int]]] = []
 
     # --- waiting -------------------------------------------------------------------------
-    def _wait_whole(self, what: str, timeout: float, *, ends: dict | None = None,  # type: ignore[type-arg]
+    def _wait_whole(self, what: str, timeout: float, *, ends: Ends | None = None,
                     lag0: bool = False) -> float | None:
         """Seconds until the groups are whole (and caught up), or None after ``timeout``."""
         assert self.observer is not None
@@ -311,7 +274,7 @@ class _Run:
         self.load.stop()
         self._wait_whole("final lag 0", c.settle_timeout, lag0=True)
 
-    def _ends(self) -> dict | None:  # type: ignore[type-arg]
+    def _ends(self) -> Ends | None:
         assert self.observer is not None
         deadline = time.monotonic() + self.c.recovery_timeout
         while time.monotonic() < deadline:
@@ -386,11 +349,9 @@ class _Run:
     def _bounds(self, groups: dict[str, str]) -> None:
         """The duplicate bound of each tally (docs/operations.md, "Faults and recovery").
 
-        Per fault that hit the group: two commit intervals at the group's peak consumption
-        rate (acknowledged but not committed, and the commit in flight), plus the in-flight
-        window of each member the fault hit (the member itself for a member fault, every
-        member of the group for a broker or ZooKeeper fault), plus one producer batch per
-        partition (a compressed set replays whole).  One more term for the final stop.
+        Members hit per fault: the member itself for a member fault, every member of the
+        group for a broker or ZooKeeper fault; one more term for the final stop.  The
+        formula is `duplicate_bound`.
         """
         r, c, s = self.result, self.c, self.c.settings
         interval = s.commit_interval_ms / 1000
@@ -402,7 +363,7 @@ class _Run:
             per_record = size / r.tallies[name].consumed if size and r.tallies[name].consumed \
                 else 0.0
             samples = [(t, sizes.get(group, 0)) for t, sizes in self._samples]
-            r.peak_rates[name] = _peak_rate(samples, interval) / per_record if per_record else 0
+            r.peak_rates[name] = peak_rate(samples, interval) / per_record if per_record else 0
         top = max(r.peak_rates.values(), default=0.0)
         for name, group in groups.items():
             if name not in r.tallies:
@@ -410,38 +371,19 @@ class _Run:
             rate = r.peak_rates.get(name) or top  # the mirror writes no file: the top rate
             r.peak_rates[name] = rate
             members = [m.spec.name for m in self.members if m.spec.group == group]
-            base = rate * 2 * interval + c.brokers * c.partitions * 20
             hits = [len(members)]  # the final stop
             for f in r.faults:
                 if not f.kind.startswith(("member-", "lone-")):
                     hits.append(len(members))
                 elif f.target in members:
                     hits.append(1)
-            r.bounds[name] = int(sum(base + n * s.max_in_flight for n in hits))
+            r.bounds[name] = duplicate_bound(rate=rate, interval=interval,
+                                             partitions=c.brokers * c.partitions,
+                                             max_in_flight=s.max_in_flight, hits=hits)
 
     def _window(self, ids: list[int]) -> str:
         assert self.load is not None
-        times = [self.load.produced_at[i] for i in ids if i in self.load.produced_at]
-        if not times:
-            return "produce time unknown (not confirmed)"
-        lo, hi = min(times), max(times)
-        before = [f.describe() for f in self.result.faults if f.at <= hi + 1]
-        fmt = "%H:%M:%S"
-        return (f"produced {time.strftime(fmt, time.gmtime(lo))}.."
-                f"{time.strftime(fmt, time.gmtime(hi))}; faults before: "
-                + ("; ".join(before[-3:]) or "none"))
-
-
-def _peak_rate(samples: list[tuple[float, int]], window: float) -> float:
-    """Highest bytes/s over any span of at least ``window`` seconds between samples."""
-    best, j = 0.0, 0
-    for i in range(len(samples)):
-        while j < i and samples[i][0] - samples[j + 1][0] >= window:
-            j += 1
-        span = samples[i][0] - samples[j][0]
-        if span >= window:
-            best = max(best, (samples[i][1] - samples[j][1]) / span)
-    return best
+        return fault_window(self.result.faults, self.load.produced_at, ids)
 
 
 def run_soak(config: SoakConfig) -> SoakResult:
