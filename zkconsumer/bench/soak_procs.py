@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +45,8 @@ from zkconsumer.zk.session import ZkSession
 
 __all__ = ["EXEC_CHILD", "HANDLER_MODULE", "Member", "MemberSpec", "SoakCluster",
            "SoakSettings"]
+
+_METRICS_LINE = re.compile(r"metrics on http://[^:/]+:(\d+)/metrics")
 
 #: ``--exec`` child: appends each jsonl line it reads to argv[1], fsyncs, then acknowledges.
 EXEC_CHILD = """\
@@ -204,6 +209,7 @@ class Member:
     starts: int = 0
     stopped_at: float | None = None  # SIGSTOP time, while stopped
     exits: list[int] = field(default_factory=list)  # unexpected exit statuses
+    metrics_port: int | None = None  # of the current process, once read from its log
 
     @property
     def output(self) -> Path:
@@ -219,7 +225,8 @@ class Member:
                   "--topic", f"{spec.topic}:{spec.streams}",
                   "--set", f"zk.sessiontimeout.ms={s.session_timeout_ms}",
                   "--set", f"rebalance.backoff.ms={s.rebalance_backoff_ms}",
-                  "--set", f"rebalance.retries.max={s.rebalance_retries}"]
+                  "--set", f"rebalance.retries.max={s.rebalance_retries}",
+                  "--metrics-port", "0"]
         if spec.kind == "mirror":
             return [sys.executable, "-m", "zkconsumer", "mirror", *common,
                     "--to", f"kafka07://{self.cluster.direct_connect}",
@@ -250,6 +257,7 @@ class Member:
                                          stdout=log, stderr=log, cwd=self.workdir, env=env)
         self.starts += 1
         self.stopped_at = None
+        self.metrics_port = None
 
     @property
     def pid(self) -> int:
@@ -291,6 +299,31 @@ class Member:
                     f"member {self.spec.name} did not stop within {timeout}s of SIGTERM; "
                     f"log: {self.log_file}") from None
         return self.proc.returncode
+
+    def health(self, timeout: float = 0.5) -> tuple[int, str] | None:
+        """``(status, body)`` of this member's ``/healthz``; None when it does not answer.
+
+        The port (``--metrics-port 0``) is read from the member's log line ``metrics on
+        http://H:P/metrics``, the last one (a restart picks a new port)."""
+        if not self.alive():
+            return None
+        if self.metrics_port is None:
+            try:
+                text = self.log_file.read_text(errors="replace")
+            except OSError:
+                return None
+            ports = _METRICS_LINE.findall(text[text.rfind("--- soak: start"):])
+            if not ports:
+                return None
+            self.metrics_port = int(ports[-1])
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/healthz",
+                                        timeout=timeout) as resp:
+                return int(resp.status), resp.read().decode("utf-8", "replace").strip()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return None
 
     def log_tail(self, lines: int = 15) -> str:
         try:

@@ -33,12 +33,14 @@ class FaultRecord:
     at: float                     # wall time the fault started
     ended: float                  # wall time it was undone (restart / SIGCONT)
     recovery: float | None = None  # seconds from ``ended`` to recovered; None = never
+    unhealthy: dict[str, str] = field(default_factory=dict)  # member -> first non-200 seen
 
     def describe(self) -> str:
         rec = f"recovered in {self.recovery:.1f}s" if self.recovery is not None else \
             "NOT recovered"
+        health = "".join(f"; {m} /healthz {h}" for m, h in sorted(self.unhealthy.items()))
         return (f"{self.kind} {self.target} at {time.strftime('%H:%M:%S', time.gmtime(self.at))}"
-                f" (+{self.ended - self.at:.1f}s), {rec}")
+                f" (+{self.ended - self.at:.1f}s), {rec}{health}")
 
 
 @dataclass

@@ -97,14 +97,17 @@ class _Run:
 
     # --- waiting -------------------------------------------------------------------------
     def _wait_whole(self, what: str, timeout: float, *, ends: Ends | None = None,
-                    lag0: bool = False) -> float | None:
-        """Seconds until the groups are whole (and caught up), or None after ``timeout``."""
+                    lag0: bool = False, record: FaultRecord | None = None) -> float | None:
+        """Seconds until the groups are whole (and caught up), or None after ``timeout``.
+        With ``record``, the first non-200 ``/healthz`` of each member is noted in it."""
         assert self.observer is not None
         started = time.monotonic()
         problems: list[str] = ["not checked yet"]
         while time.monotonic() - started < timeout:
             self._sample()
             self._reap_unexpected()
+            if record is not None:
+                self._note_health(record)
             try:
                 problems = self.observer.group_problems(self.groups, ends, lag0=lag0,
                                                         members=self._member_counts())
@@ -119,6 +122,14 @@ class _Run:
                                              if len(problems) > 8 else "")
         self.result.failures.append(f"{what}: not whole within {timeout:.0f}s: {shown}\n{tails}")
         return None
+
+    def _note_health(self, record: FaultRecord) -> None:
+        for m in self.members:
+            if m.spec.name in record.unhealthy:
+                continue
+            health = m.health(timeout=0.3)
+            if health is not None and health[0] != 200:
+                record.unhealthy[m.spec.name] = f"{health[0]} {health[1][:120]}"
 
     def _member_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -268,11 +279,22 @@ class _Run:
             r.faults.append(record)
             ends = self._ends()
             record.recovery = self._wait_whole(f"after {record.describe()}", c.recovery_timeout,
-                                               ends=ends)
+                                               ends=ends, record=record)
             if record.recovery is None:
                 return
         self.load.stop()
-        self._wait_whole("final lag 0", c.settle_timeout, lag0=True)
+        if self._wait_whole("final lag 0", c.settle_timeout, lag0=True) is not None:
+            self._check_healthy()
+
+    def _check_healthy(self) -> None:
+        """At lag 0 with every member whole, every ``/healthz`` must say 200."""
+        for m in self.members:
+            health = m.health(timeout=2.0)
+            if health is None:
+                self.result.failures.append(f"member {m.spec.name}: /healthz did not answer")
+            elif health[0] != 200:
+                self.result.failures.append(f"member {m.spec.name}: /healthz {health[0]} "
+                                            f"{health[1]} although the group is whole")
 
     def _ends(self) -> Ends | None:
         assert self.observer is not None
