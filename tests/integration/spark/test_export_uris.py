@@ -65,6 +65,8 @@ def test_file_uri_from_another_directory_in_a_fresh_process_then_resume(
         cwd=elsewhere, capture_output=True, text=True, timeout=300, check=False,
         env=dict(os.environ, PYTHONPATH=""))
     assert proc.returncode == 0, proc.stderr
+    for noise in ("log4j", "Setting default log level", "NativeCodeLoader"):
+        assert noise not in proc.stderr  # Spark's start-up banner is quiet (session.py)
     assert _count(proc.stdout) == len(first)
     assert f"offsets recorded in file:{out}/_zkconsumer_offsets.json" in proc.stdout
     assert list(elsewhere.iterdir()) == []  # no ./file:/... directory
