@@ -628,11 +628,13 @@ static PyObject *py_decode_batch(PyObject *self, PyObject *args)
     sink_t s;
     memset(&s, 0, sizeof s);
     Py_ssize_t size = PyBytes_GET_SIZE(data);
-    /* Plain sets need at most `size` bytes of values and one entry per 10 bytes. */
+    /* A plain set needs at most `size` bytes of values; the columns start at one entry per 32
+     * bytes (a 100-byte message is 110) and double when smaller messages need more. */
+    Py_ssize_t entries = size / 32 + 16;
     s.values.bytes = PyBytes_FromStringAndSize(NULL, size > 0 ? size : 1);
-    if (s.values.bytes == NULL || gb_reserve(&s.offsets, (size / 10 + 1) * 8) < 0 ||
-        gb_reserve(&s.nexts, (size / 10 + 1) * 8) < 0 ||
-        gb_reserve(&s.ends, (size / 10 + 2) * 8) < 0 || gb_put_i64(&s.ends, 0) < 0) {
+    if (s.values.bytes == NULL || gb_reserve(&s.offsets, entries * 8) < 0 ||
+        gb_reserve(&s.nexts, entries * 8) < 0 || gb_reserve(&s.ends, (entries + 1) * 8) < 0 ||
+        gb_put_i64(&s.ends, 0) < 0) {
         sink_free(&s);
         return NULL;
     }
