@@ -57,6 +57,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="only this decoder path (repeatable; default: both)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the broker in this process (it then shares the GIL)")
+    parser.epilog = ("examples:\n  zkconsumer bench fetch --size 100B --codec none --kind columns\n"
+                     "  zkconsumer bench fetch --mb 8 --seconds 1 --path compiled\n\n"
+                     "exit status: 0 done, 1 error, 2 usage")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def preload(broker: Any, topic: str, codec: Compression, size: int, total_mb: float,
