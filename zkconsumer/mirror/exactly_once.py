@@ -103,6 +103,9 @@ class _Lane:
         self.cur_offset = -1
         self.cur_index = 0
         self.bytes = 0
+        #: (offset, next_offset, index) of the last message handled, produced *or* skipped as
+        #: already visible: the transaction's checkpoint and ack cover both.
+        self.tail: tuple[int, int, int] | None = None
 
     def track(self, err: Any, msg: Any) -> None:
         """Delivery report of a segment's first record: a lower bound of every later record
@@ -361,7 +364,7 @@ class ExactlyOnceMirror:
                     lane = self._lanes.pop((topic, name), None)
                     if lane is None:
                         continue
-                    if lane.buffer and self._fatal is None:
+                    if lane.tail is not None and self._fatal is None:
                         try:
                             self._commit_lane(lane, retry=False)
                         except Exception as exc:
@@ -437,6 +440,7 @@ class ExactlyOnceMirror:
             else:
                 offset, index = o, 0
             if lane.filtering and self._already(lane, o, index):
+                lane.tail = (o, nxt, index)
                 continue
             if fixed is None:
                 r = route(lane.topic, lane.partition, value)
@@ -451,6 +455,9 @@ class ExactlyOnceMirror:
             n += 1
             size += len(value)
         lane.cur_offset, lane.cur_index = offset, index
+        if n:
+            last = buffer[-1]
+            lane.tail = (last[0], last[1], last[2])
         lane.bytes += size
         if n:
             producer.poll(0)  # serve delivery reports (only segments' first records have one)
@@ -486,12 +493,13 @@ class ExactlyOnceMirror:
 
     def _commit_all(self) -> None:
         for lane in list(self._lanes.values()):
-            if lane.buffer:
+            if lane.tail is not None:
                 self._commit_lane(lane, retry=True)
         self.stats.in_flight = 0
 
     def _checkpoint(self, lane: _Lane) -> Checkpoint:
-        o, nxt, index = lane.buffer[-1][:3]
+        assert lane.tail is not None
+        o, nxt, index = lane.tail
         resume = (o, index + 1) if nxt == o else (nxt, 0)
         return Checkpoint(resume[0], resume[1], lane.target_topic, dict(lane.positions))
 
@@ -526,11 +534,13 @@ class ExactlyOnceMirror:
                     raise
                 self._recover(lane, exc)
         # committed: the data and the checkpoint are visible together
-        last = lane.buffer[-1]
+        last = lane.tail
+        assert last is not None
         count, size = len(lane.buffer), sum(len(e[3]) for e in lane.buffer)
         lane.resume = (cp.offset, cp.skip)
         lane.base = dict(cp.positions)
         lane.buffer = []
+        lane.tail = None
         self.stats.add("transactions")
         self.stats.mirrored(lane.topic, count, size)
         self.stats.healthy = True
@@ -588,7 +598,7 @@ class ExactlyOnceMirror:
             if self._started and self._fatal is None:
                 with self._lock:
                     for lane in list(self._lanes.values()):
-                        if lane.buffer:
+                        if lane.tail is not None:
                             try:
                                 self._commit_lane(lane, retry=False)
                             except Exception as exc:

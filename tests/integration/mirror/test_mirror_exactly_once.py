@@ -54,3 +54,38 @@ def test_stop_restart_resumes_from_the_checkpoint_with_provenance(zk_connect, de
 def test_checkpoint_codec_round_trips() -> None:
     cp = Checkpoint(123, 4, "t", {0: 5, 3: 9})
     assert Checkpoint.decode(cp.encode()) == cp
+
+
+def test_rebalance_mid_transaction_neither_loses_nor_duplicates(zk_connect, dev_broker, tansu,
+                                                                start_mirror) -> None:
+    dev_broker.many(2, num_partitions=2)
+    create_topic(tansu.bootstrap, "shared", 4)
+    first = [f"one-{i}".encode() for i in range(2000)]
+    produce(zk_connect, "shared", first, chunk=20, codec=Compression.SNAPPY)
+    # long transactions: b joins while a holds open transactions on every partition
+    a = start_mirror(tansu.url, topics=["shared"], consumer_id="a",
+                     transaction_interval_ms=60000, transaction_max_messages=10**9)
+    wait_until(lambda: a.mirror.stats.sent >= len(first) // 2, timeout=30,
+               what="mirror a holding messages in open transactions")
+    assert a.mirror.stats.transactions == 0
+    b = start_mirror(tansu.url, topics=["shared"], consumer_id="b",
+                     transaction_interval_ms=100)
+
+    def split() -> bool:
+        owned_a = a.mirror.consumer.owned_partitions().get("shared", [])
+        owned_b = b.mirror.consumer.owned_partitions().get("shared", [])
+        return len(owned_a) == 2 and len(owned_b) == 2
+
+    wait_until(split, timeout=30, what="the group splitting 4 partitions 2 + 2")
+    assert a.mirror.stats.transactions >= 2  # on_revoked committed the open transactions
+    second = [f"two-{i}".encode() for i in range(1000)]
+    produce(zk_connect, "shared", second, chunk=20, codec=Compression.GZIP)
+    a.stop()  # a's remaining partitions move to b (committed on revocation, resumed by b)
+    ends = log_ends(zk_connect, "shared")
+    wait_until(lambda: committed(zk_connect, "mirror", "shared") == ends, timeout=60,
+               what="b catching up")
+    b.stop()
+    got = read_records(tansu.bootstrap, "shared", len(first) + len(second))
+    values = [r.value for part in got.values() for r in part]
+    assert len(values) == len(set(values)) == len(first) + len(second)
+    assert set(values) == set(first + second)
