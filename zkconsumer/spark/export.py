@@ -45,7 +45,13 @@ from zkconsumer.errors import ConfigurationError, ZkConsumerError
 from zkconsumer.spark import FORMAT_NAME, register
 from zkconsumer.spark.hadoopfs import OutputDir, read_text
 from zkconsumer.spark.options import Offsets, ReadOptions, parse_read_options
-from zkconsumer.spark.planning import Cluster, plan_cluster_read, plan_logdir_read
+from zkconsumer.spark.planning import (
+    Cluster,
+    LogRange,
+    SegmentRange,
+    plan_cluster_read,
+    plan_logdir_read,
+)
 from zkconsumer.spark.report import Skipped, collecting, summarize
 
 __all__ = ["OFFSETS_FILE", "ExportResult", "load_offsets", "plan_export", "run_export"]
@@ -93,15 +99,16 @@ def load_offsets(spark: Any, location: str, flag: str = "--from") -> Offsets:
     return offsets
 
 
-def plan_export(options: Mapping[str, str]) -> tuple[ReadOptions, Offsets, Offsets, int]:
-    """Resolve ``options`` to concrete start/end offsets (and the bytes between them)."""
+def plan_export(options: Mapping[str, str]
+                ) -> tuple[ReadOptions, Offsets, Offsets, list[LogRange | SegmentRange]]:
+    """Resolve ``options`` to concrete start/end offsets and the ranges between them."""
     opts = parse_read_options(options)
     if opts.source == "logdir":
-        ranges, start, end = plan_logdir_read(opts)
-        return opts, start, end, sum(r.end - r.start for r in ranges)
+        segments, start, end = plan_logdir_read(opts)
+        return opts, start, end, list(segments)
     with Cluster(opts) as cluster:
         plan = plan_cluster_read(opts, cluster)
-    return opts, plan.start, plan.end, plan.bytes
+    return opts, plan.start, plan.end, list(plan.ranges)
 
 
 #: The last line of a Python traceback raised by our code in an executor, as Spark relays it.
@@ -162,7 +169,8 @@ def run_export(options: dict[str, str], out_dir: str, *, fmt: str = "parquet",
     if fmt not in ("parquet", "json"):
         raise ConfigurationError(f"--format must be parquet or json, not {fmt!r}")
     started = time.monotonic()
-    opts, start, end, nbytes = plan_export(options)
+    opts, start, end, ranges = plan_export(options)
+    nbytes = sum(r.end - r.start for r in ranges)
     result = ExportResult(bytes=nbytes, start=start, end=end,
                           partitions=sum(len(p) for p in end.values()))
     if spark is None:
@@ -194,7 +202,7 @@ def run_export(options: dict[str, str], out_dir: str, *, fmt: str = "parquet",
         finally:
             if ticker is not None:
                 ticker.stop()
-        summary = summarize(reports.value, start, end)
+        summary = summarize(reports.value, start, end, ranges)
         result.rows, reached, result.skipped = summary.rows, summary.reached, summary.skipped
     # Not the planned `end`: that may lie inside a message (torn tail, endingOffsets).
     result.end = reached

@@ -21,7 +21,7 @@ Invariants
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.migrate.logdir import ReadIssue
 from zkconsumer.spark.options import Offsets, partition_key
+from zkconsumer.spark.planning import LogRange, SegmentRange
 
 __all__ = ["LOCAL_PROPERTY", "RangeReport", "ReportParam", "Skipped", "Summary", "collecting",
            "report_range", "summarize"]
@@ -130,8 +131,14 @@ class Summary:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def summarize(reports: Reports, start: Offsets, end: Offsets) -> Summary:
-    """Fold ``reports`` over the plan ``start``/``end``; fail if they do not cover it."""
+def summarize(reports: Reports, start: Offsets, end: Offsets,
+              planned: Sequence[LogRange | SegmentRange]) -> Summary:
+    """Fold ``reports`` over the driver's plan; fail if they do not cover its ``planned`` ranges.
+
+    ``start``/``end`` are the plan's offsets per partition, ``planned`` its ranges.  Bytes
+    between two planned ranges of a partition (a log directory missing a segment file, read
+    around with ``failOnDataLoss=false``) are listed as a ``gap``.
+    """
     by_partition: dict[tuple[str, str], list[RangeReport]] = {}
     for report in reports.values():
         key = partition_key(report.broker_id, report.partition)
@@ -139,31 +146,42 @@ def summarize(reports: Reports, start: Offsets, end: Offsets) -> Summary:
             raise ZkConsumerError(f"the export read {report.topic}/{key}, which is not in "
                                   f"its plan")
         by_partition.setdefault((report.topic, key), []).append(report)
+    expected: dict[tuple[str, str], list[LogRange | SegmentRange]] = {}
+    for r in planned:
+        expected.setdefault((r.topic, partition_key(r.broker_id, r.partition)), []).append(r)
     summary = Summary(reached={t: dict(parts) for t, parts in start.items()})
     skipped: set[Skipped] = set()
-    for topic, parts in start.items():
-        for key, lo in parts.items():
-            hi = end[topic][key]
-            covered = lo
-            for report in sorted(by_partition.get((topic, key), []), key=lambda r: r.start):
-                if report.start > covered:
-                    break
-                covered = max(covered, report.end)
-                summary.rows += report.rows
-                skipped.update(
-                    Skipped(i.kind, topic, key, i.path, i.position, i.offset,
-                            max(0, report.end - i.offset), i.detail) for i in report.issues)
-                if report.next_offset is not None:
-                    if report.next_offset < lo:
-                        raise ZkConsumerError(f"the export of {topic}/{key} ended at "
-                                              f"{report.next_offset}, before its start {lo}")
-                    summary.reached[topic][key] = max(summary.reached[topic][key],
-                                                      report.next_offset)
-            if covered < hi:
+    for (topic, key), ranges in expected.items():
+        got = sorted(by_partition.get((topic, key), []), key=lambda r: r.start)
+        ranges.sort(key=lambda r: r.start)
+        covered = ranges[0].start
+        for r in ranges:
+            if r.start > covered:  # a hole in the plan itself
+                skipped.add(Skipped("gap", topic, key, getattr(r, "path", ""), 0, covered,
+                                    r.start - covered, f"no segment file holds offsets "
+                                                       f"{covered}..{r.start}"))
+                covered = r.start
+            for report in got:
+                if report.start <= covered < report.end:
+                    covered = report.end
+            if covered < r.end:
                 raise ZkConsumerError(
                     f"no task reported reading {topic}/{key} from offset {covered} (planned: "
-                    f"{lo}..{hi}); the files were written, but the resume point is unknown, "
-                    f"so it was not recorded (is the kafka07 source registered with "
+                    f"{r.start}..{r.end}); the files were written, but the resume point is "
+                    f"unknown, so it was not recorded (is the kafka07 source registered with "
                     f"zkconsumer.spark.register(spark)?)")
+    for (topic, key), got in by_partition.items():
+        lo = start[topic][key]
+        for report in got:
+            summary.rows += report.rows
+            skipped.update(Skipped(i.kind, topic, key, i.path, i.position, i.offset,
+                                   max(0, report.end - i.offset), i.detail)
+                           for i in report.issues)
+            if report.next_offset is not None:
+                if report.next_offset < lo:
+                    raise ZkConsumerError(f"the export of {topic}/{key} ended at "
+                                          f"{report.next_offset}, before its start {lo}")
+                summary.reached[topic][key] = max(summary.reached[topic][key],
+                                                  report.next_offset)
     summary.skipped = sorted(skipped, key=lambda i: (i.path, i.position, i.kind))
     return summary

@@ -76,3 +76,19 @@ def test_skip_corrupt_needs_a_log_dir(capsys: pytest.CaptureFixture[str]) -> Non
     assert cli.main(["export", "--zk", "127.0.0.1:1", "--topic", "t", "--to", "x",
                      "--skip-corrupt"]) == 1
     assert "--skip-corrupt applies to --log-dir" in capsys.readouterr().err
+
+
+def test_a_missing_segment_read_around_is_listed_as_a_gap(spark: Any, tmp_path: Path) -> None:
+    from zkconsumer.spark.export import run_export
+
+    logs = tmp_path / "logs"
+    (logs / "orders-0").mkdir(parents=True)
+    for start, data in ((0, PLAIN), (len(PLAIN) + len(GZIP), OTHER)):  # the gzip file is gone
+        (logs / "orders-0" / segment_name(start)).write_bytes(data)
+    result = run_export({"logDir": str(logs), "failOnDataLoss": "false"},
+                        str(tmp_path / "out"), spark=spark)
+    assert result.rows == 50 + 10
+    assert [(s.kind, s.path, s.offset, s.bytes) for s in result.skipped] == [
+        ("gap", str(logs / "orders-0" / segment_name(len(PLAIN) + len(GZIP))), len(PLAIN),
+         len(GZIP))]
+    assert result.end == {"orders": {"0": len(PLAIN) + len(GZIP) + len(OTHER)}}

@@ -13,6 +13,7 @@ from kafka07_data import ProducedCluster, Row, collect_rows, fill
 
 from zkconsumer import cli
 from zkconsumer.broker.manager import CLEAN_SHUTDOWN_FILE
+from zkconsumer.migrate.logdir import segment_name
 
 pytestmark = pytest.mark.slow
 
@@ -124,26 +125,37 @@ def test_until_inside_a_message_records_its_end_and_resume_has_no_gap(
 def test_reached_offsets_and_skipped_ranges_come_from_the_task_reports() -> None:
     from zkconsumer.errors import ZkConsumerError
     from zkconsumer.migrate.logdir import ReadIssue
+    from zkconsumer.spark.planning import LogRange, SegmentRange
     from zkconsumer.spark.report import RangeReport, ReportParam, summarize
 
+    def log_range(p: int, lo: int, hi: int) -> LogRange:
+        return LogRange("t", 0, p, "127.0.0.1", 1, lo, hi)
+
+    def segment(lo: int, hi: int) -> SegmentRange:
+        return SegmentRange("u", None, 2, f"/l/u-2/{segment_name(lo)}", lo, lo, hi, hi == 30)
+
     torn = ReadIssue("torn-tail", "/l/t-1/00000000000000000000.kafka", 290, 290, "10 bytes")
+    planned = [log_range(0, 0, 300), log_range(0, 300, 600), log_range(1, 0, 300),
+               log_range(2, 4, 8), segment(0, 10), segment(20, 30)]  # u-2: 10..20 is missing
     reports = [RangeReport("t", 0, 0, 0, 300, 2, 20),  # stopped early: inside a message
                RangeReport("t", 0, 0, 300, 600, 3, 590),
                RangeReport("t", 0, 1, 0, 300, 1, 7, (torn,)),
                RangeReport("t", 0, 2, 4, 8, 0, None),  # nothing read: stays at start
-               RangeReport("u", None, 2, 5, 12, 1, 9)]
+               RangeReport("u", None, 2, 0, 10, 1, 9),
+               RangeReport("u", None, 2, 20, 30, 2, 30)]
     merged = ReportParam().zero({})
     for r in [*reports, reports[1]]:  # a task run twice reports the same range twice
         merged = ReportParam().addInPlace(merged, {r.key: r})
-    start = {"t": {"0-0": 0, "0-1": 0, "0-2": 4}, "u": {"2": 5}}
-    planned = {"t": {"0-0": 600, "0-1": 300, "0-2": 8}, "u": {"2": 12}}
-    summary = summarize(merged, start, planned)
-    assert summary.rows == 7
-    assert summary.reached == {"t": {"0-0": 590, "0-1": 7, "0-2": 4}, "u": {"2": 9}}
-    assert [(s.kind, s.partition, s.position, s.bytes) for s in summary.skipped] == [
-        ("torn-tail", "0-1", 290, 10)]  # the bytes from the issue to the range's end
+    start = {"t": {"0-0": 0, "0-1": 0, "0-2": 4}, "u": {"2": 0}}
+    end = {"t": {"0-0": 600, "0-1": 300, "0-2": 8}, "u": {"2": 30}}
+    summary = summarize(merged, start, end, planned)
+    assert summary.rows == 9
+    assert summary.reached == {"t": {"0-0": 590, "0-1": 7, "0-2": 4}, "u": {"2": 30}}
+    assert [(s.kind, s.partition, s.path, s.offset, s.bytes) for s in summary.skipped] == [
+        ("torn-tail", "0-1", torn.path, 290, 10),  # the bytes from the issue to the range end
+        ("gap", "2", f"/l/u-2/{segment_name(20)}", 10, 10)]  # between two planned files
     with pytest.raises(ZkConsumerError, match="not in its plan"):
-        summarize(merged, {"t": {"0-0": 0}}, {"t": {"0-0": 600}})
+        summarize(merged, {"t": {"0-0": 0}}, {"t": {"0-0": 600}}, planned[:2])
     del merged[reports[1].key]  # a range nobody reported: the resume point is unknown
-    with pytest.raises(ZkConsumerError, match=r"t/0-0 from offset 300 \(planned: 0..600\)"):
-        summarize(merged, start, planned)
+    with pytest.raises(ZkConsumerError, match=r"t/0-0 from offset 300 \(planned: 300..600\)"):
+        summarize(merged, start, end, planned)
