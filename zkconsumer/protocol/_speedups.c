@@ -216,12 +216,14 @@ static int read_entry(const unsigned char *p, int64_t size, int64_t pos, long lo
         return ENTRY_PARTIAL;
     int32_t n = be32s(p + pos);
     const char *prefix = inner >= 0 ? "inside the compressed message: " : "";
-    const char *where = inner >= 0 ? " (at inner byte offset " : "";
     long long at = inner >= 0 ? inner : base + pos;
     char tail[48] = "";
-    if (inner >= 0)
-        PyOS_snprintf(tail, sizeof tail, "%s%lld)", where, (long long)pos);
+    /* Formatted on the error paths only (this runs for every inner message). */
+#define FORMAT_TAIL() \
+    if (inner >= 0) \
+        PyOS_snprintf(tail, sizeof tail, " (at inner byte offset %lld)", (long long)pos)
     if (n < 5) {
+        FORMAT_TAIL();
         raise_at(InvalidMessageSizeError, at, "%sinvalid message length %d%s", prefix, (int)n,
                  tail);
         return ENTRY_ERROR;
@@ -233,6 +235,7 @@ static int read_entry(const unsigned char *p, int64_t size, int64_t pos, long lo
     uint32_t stored;
     if (e->magic == 1) {
         if (n < 6) {
+            FORMAT_TAIL();
             raise_at(InvalidMessageSizeError, at,
                      "%sinvalid message length %d for magic 1%s", prefix, (int)n, tail);
             return ENTRY_ERROR;
@@ -247,16 +250,19 @@ static int read_entry(const unsigned char *p, int64_t size, int64_t pos, long lo
         e->payload = pos + 9;
     }
     else {
+        FORMAT_TAIL();
         raise_at(UnknownMagicError, at, "%sunknown magic byte %d%s", prefix, e->magic, tail);
         return ENTRY_ERROR;
     }
     uint32_t computed = crc_of(p + e->payload, e->end - e->payload);
     if (computed != stored) {
+        FORMAT_TAIL();
         raise_at(CorruptMessageError, at, "%sCRC mismatch: stored 0x%08x, computed 0x%08x%s",
                  prefix, (unsigned)stored, (unsigned)computed, tail);
         return ENTRY_ERROR;
     }
     return ENTRY_OK;
+#undef FORMAT_TAIL
 }
 
 /* -- sinks: where decoded payloads go ------------------------------------------------------ */
