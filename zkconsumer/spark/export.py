@@ -169,17 +169,17 @@ def run_export(options: dict[str, str], out_dir: str, *, fmt: str = "parquet",
     if fmt not in ("parquet", "json"):
         raise ConfigurationError(f"--format must be parquet or json, not {fmt!r}")
     started = time.monotonic()
-    opts, start, end, ranges = plan_export(options)
-    nbytes = sum(r.end - r.start for r in ranges)
-    result = ExportResult(bytes=nbytes, start=start, end=end,
-                          partitions=sum(len(p) for p in end.values()))
+    startup = 0.0
     if spark is None:
         from zkconsumer.spark.session import build_session
 
-        spark, result.startup_seconds = build_session(master, app_name="zkconsumer-export",
-                                                      conf=conf)
-    out = OutputDir(spark, out_dir)
-    result.output, result.record = out.uri, out.child(OFFSETS_FILE)
+        spark, startup = build_session(master, app_name="zkconsumer-export", conf=conf)
+    out = OutputDir(spark, out_dir)  # a bad location fails before any planning
+    opts, start, end, ranges = plan_export(options)
+    nbytes = sum(r.end - r.start for r in ranges)
+    result = ExportResult(bytes=nbytes, start=start, end=end, startup_seconds=startup,
+                          partitions=sum(len(p) for p in end.values()),
+                          output=out.uri, record=out.child(OFFSETS_FILE))
     reached: Offsets = {t: dict(parts) for t, parts in start.items()}
     if nbytes > 0:
         # Only a source registered from this driver gets the accumulator (report.py).

@@ -103,3 +103,12 @@ def test_paths_from_another_directory_then_resume(
     assert _rows(out) == produced_cluster.rows()
     assert _record(out)["offsets"] == produced_cluster.latest()
     assert sorted(p.name for p in cwd.iterdir()) == (["exports"] if relative else [])
+
+
+def test_an_unknown_scheme_fails_in_one_line(spark: Any, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert cli.main(["export", "--log-dir", str(tmp_path), "--to", "nosuch://host/out"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("zkconsumer export: error: nosuch://host/out")
+    assert "No FileSystem for scheme" in err, err
