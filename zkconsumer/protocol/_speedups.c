@@ -31,7 +31,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#define API_VERSION 1
+#define API_VERSION 2
 #define MAX_NESTING 4
 
 static PyObject *InvalidMessageSizeError;
@@ -335,11 +335,13 @@ static int vb_put(valbuf_t *v, const unsigned char *src, Py_ssize_t n)
 }
 
 /*
- * The output of a walk: either a list of (offset, next_offset, payload) tuples (`list` set)
- * or the batch arrays.  In batch mode payloads are appended to `values` and their end to
- * `ends`; offsets/next_offsets are int64 arrays.
+ * The output of a walk: a list of (offset, next_offset, payload) tuples (`list` set), the
+ * batch arrays (payloads appended to `values`, their end to `ends`; offsets/next_offsets are
+ * int64 arrays), or -- `counting` -- only the counts validate_message_set reports.
  */
 typedef struct {
+    int counting;          /* count mode: shallow / deep / largest only */
+    Py_ssize_t shallow, deep, largest;
     PyObject *list;        /* list mode */
     PyObject *last_stop;   /* list mode: the previous entry's next_offset object (reused) */
     long long last_stop_value;
@@ -350,6 +352,13 @@ typedef struct {
 static int sink_plain(sink_t *s, long long start, long long stop, const unsigned char *payload,
                       Py_ssize_t n)
 {
+    if (s->counting) {
+        s->shallow++;
+        s->deep++;
+        if (n > s->largest)
+            s->largest = n;
+        return 0;
+    }
     if (s->list == NULL) {
         if (vb_put(&s->values, payload, n) < 0 || gb_put_i64(&s->offsets, start) < 0 ||
             gb_put_i64(&s->nexts, stop) < 0 || gb_put_i64(&s->ends, s->values.len) < 0)
@@ -447,8 +456,8 @@ static int inner_walk(const unsigned char *p, int64_t size, long long offset,
                     return -1;
             }
             else {
-                if (vb_put(&s->values, p + e.payload, n) < 0 ||
-                    gb_put_i64(&s->ends, s->values.len) < 0)
+                if (!s->counting && (vb_put(&s->values, p + e.payload, n) < 0 ||
+                                     gb_put_i64(&s->ends, s->values.len) < 0))
                     return -1;
                 (*count)++;
             }
@@ -481,6 +490,16 @@ static int expand(sink_t *s, int codec, const unsigned char *payload, Py_ssize_t
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(inflated);
     Py_ssize_t size = PyBytes_GET_SIZE(inflated);
     int rc;
+    if (s->counting) {
+        Py_ssize_t count = 0;
+        rc = inner_walk(data, size, start, &budget, 1, inflate, NULL, s, &count);
+        s->shallow++;
+        s->deep += count;
+        if (n > s->largest)
+            s->largest = n;
+        Py_DECREF(inflated);
+        return rc;
+    }
     if (s->list == NULL) {
         Py_ssize_t count = 0;
         rc = inner_walk(data, size, start, &budget, 1, inflate, NULL, s, &count);
@@ -655,7 +674,31 @@ static PyObject *py_decode_batch(PyObject *self, PyObject *args)
     return result;
 }
 
+PyDoc_STRVAR(validate_doc,
+"validate(data: bytes, max_inflated: int, inflate) ->\n"
+"    (valid_bytes, shallow_count, deep_count, max_shallow_payload)\n\n"
+"The walk of messageset.validate_message_set: every CRC checked, wrappers expanded and\n"
+"counted, nothing kept.");
+
+static PyObject *py_validate(PyObject *self, PyObject *args)
+{
+    PyObject *data, *inflate;
+    long long max_inflated;
+    if (!PyArg_ParseTuple(args, "SLO", &data, &max_inflated, &inflate))
+        return NULL;
+    sink_t s;
+    memset(&s, 0, sizeof s);
+    s.counting = 1;
+    int64_t valid = walk(&s, (const unsigned char *)PyBytes_AS_STRING(data),
+                         PyBytes_GET_SIZE(data), 0, max_inflated, 1, inflate);
+    sink_free(&s);
+    if (valid < 0)
+        return NULL;
+    return Py_BuildValue("(Lnnn)", (long long)valid, s.shallow, s.deep, s.largest);
+}
+
 static PyMethodDef methods[] = {
+    {"validate", py_validate, METH_VARARGS, validate_doc},
     {"crc32", py_crc32, METH_O, "crc32(data) -> int: the CRC the walk checks (for tests)."},
     {"decode", py_decode, METH_VARARGS, decode_doc},
     {"decode_batch", py_decode_batch, METH_VARARGS, decode_batch_doc},

@@ -38,6 +38,7 @@ from zkconsumer.protocol import (
     encode_message,
     encode_message_set,
     messageset,
+    validate_message_set,
 )
 
 Outcome = tuple[object, ...]
@@ -80,8 +81,19 @@ def _both(data: bytes, base: int = 0, max_inflated: int = 1 << 20,
 
 
 def _same(data: bytes, **kwargs: int) -> Outcome:
+    """Both decoders agree on decode_message_set, decode_batch and validate_message_set."""
     compiled, pure = _both(data, **kwargs)
     assert compiled == pure
+    cap = kwargs.get("max_inflated", 1 << 20)
+    saved = messageset._speedups
+    try:
+        validated = []
+        for which in (accel.speedups, None):
+            messageset._speedups = which
+            validated.append(_outcome(lambda: validate_message_set(data, max_inflated=cap)))
+    finally:
+        messageset._speedups = saved
+    assert validated[0] == validated[1]
     return pure
 
 
@@ -229,6 +241,10 @@ for i in range(int(sys.argv[2])):
                    messageset._inflate_at)
             except ZkConsumerError:
                 pass
+    try:
+        ext.validate(blob, rng.choice([0, 50, 1 << 20]), messageset._inflate_at)
+    except ZkConsumerError:
+        pass
 print("ok")
 """
 
