@@ -15,6 +15,7 @@ def test_nothing_lost_and_replays_counted_as_duplicates() -> None:
     records = [*LOG, ("0-0", 20, 3), ("0-0", 20, 4)]  # a compressed set replayed whole
     t = count(range(1, 8), LOG, records)
     assert (t.lost, t.duplicates, t.unknown, t.log_duplicates, t.not_in_log) == (0, 2, 0, 0, [])
+    assert t.longest_replay == 2  # ids 3 and 4, consecutive in partition 0-0
 
 
 def test_gaps_name_partition_offsets_and_ids() -> None:
@@ -37,7 +38,7 @@ def test_producer_retries_are_not_consumer_duplicates() -> None:
 def test_mirror_matching_by_id() -> None:
     target = [("0-0", 0, i) for i in (1, 2, 3, 4, 5, 6, 6)]  # 7 missing, 6 twice
     t = count(range(1, 8), LOG, target, by_id=True)
-    assert (t.lost, t.duplicates) == (1, 1)
+    assert (t.lost, t.duplicates, t.longest_replay) == (1, 1, 1)
     assert t.gaps[0].describe() == "partition 1-0: 1 lost at offsets 10..10, ids 7..7"
 
 
@@ -67,3 +68,9 @@ def test_unwritten_entries_past_the_committed_offset_are_pending_not_lost() -> N
     t = count(range(1, 8), LOG, records, committed={"0-0": 20, "1-0": 0})
     assert [g.describe() for g in t.gaps] == ["partition 0-0: 1 lost at offsets 10..10, ids 2..2"]
     assert [(g.partition, g.ids) for g in t.pending] == [("0-0", [5]), ("1-0", [7])]
+
+
+def test_longest_replay_counts_consecutive_entries_per_partition() -> None:
+    # 0-0 entries 2, 3, 4 replayed (a run of 3), 1-0 entry 6 (a run of 1), 0-0 entry 1 not
+    records = [*LOG, ("0-0", 10, 2), ("0-0", 20, 3), ("0-0", 20, 4), ("1-0", 0, 6)]
+    assert count(range(1, 8), LOG, records).longest_replay == 3

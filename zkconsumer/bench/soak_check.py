@@ -12,7 +12,9 @@ Two questions, answered from the outside only (never from a member's own word):
   partition is read back from offset 0.  A log entry is (partition, offset, id); compressed
   messages share their wrapper's offset, so the id is part of the key.  A record consumed
   twice repeats its triple (a consumer replay: counted as a duplicate); the same id at two
-  log positions is a producer retry (counted apart, in ``log_duplicates``).  Lost = a log
+  log positions is a producer retry (counted apart, in ``log_duplicates``).  A replay re-reads
+  a run of consecutive entries from a commit point: ``longest_replay`` is the longest such
+  run, which one fault must explain on its own.  Lost = a log
   entry that no member wrote although the group's committed offset is past it ("committed
   past, never written"); an unwritten entry at or after the committed offset is *pending*
   (the group never got there: a stuck group, reported as such, never as a loss).  Gaps are
@@ -158,6 +160,7 @@ class Tally:
     consumed: int = 0          # records the members wrote
     distinct: int = 0          # distinct log entries written
     duplicates: int = 0        # records written more than once (replays)
+    longest_replay: int = 0    # most consecutive entries of a partition written again
     unknown: int = 0           # records whose entry is not in the log (must stay 0)
     torn: int = 0              # unreadable output lines (a torn last line after kill -9)
     gaps: list[Gap] = field(default_factory=list)      # lost: committed past, never written
@@ -166,6 +169,16 @@ class Tally:
     @property
     def lost(self) -> int:
         return sum(len(g.ids) for g in self.gaps)
+
+
+def _longest_run(log: list[Entry], marked: set[Entry]) -> int:
+    """Most consecutive log entries of one partition that are all in ``marked``."""
+    longest = 0
+    run: dict[str, int] = {}
+    for e in log:  # log order, partitions interleaved
+        run[e[0]] = run.get(e[0], 0) + 1 if e in marked else 0
+        longest = max(longest, run[e[0]])
+    return longest
 
 
 def _gaps(log: list[Entry], seen: set[Entry]) -> list[Gap]:
@@ -204,6 +217,7 @@ def count(produced: Iterable[int], log: list[Entry], records: list[Entry], *,
         t.duplicates = max(0, sum(n - 1 for n in written.values()) - t.log_duplicates)
         t.unknown = sum(1 for i in written if i not in log_ids)
         seen = {e for e in log if e[2] in written}
+        extra = {e for e in log if written.get(e[2], 0) > log_ids[e[2]]}
     else:
         counted = Counter(records)
         t.distinct = len(counted)
@@ -211,6 +225,8 @@ def count(produced: Iterable[int], log: list[Entry], records: list[Entry], *,
         log_set = set(log)
         t.unknown = sum(1 for e in counted if e not in log_set)
         seen = set(counted)
+        extra = {e for e, n in counted.items() if n > 1}
+    t.longest_replay = _longest_run(log, extra)
     if committed is None:
         t.gaps = _gaps(log, seen)
     else:

@@ -50,6 +50,7 @@ class SoakResult:
     faults: list[FaultRecord] = field(default_factory=list)
     tallies: dict[str, Tally] = field(default_factory=dict)   # "run", "mirror"
     bounds: dict[str, int] = field(default_factory=dict)       # duplicate bound per tally
+    run_bounds: dict[str, int] = field(default_factory=dict)   # bound of one replay run
     peak_rates: dict[str, float] = field(default_factory=dict)  # msg/s per tally
     failures: list[str] = field(default_factory=list)
     workdir: Path | None = None
@@ -66,7 +67,9 @@ class SoakResult:
             lines.append(f"  {name}: produced {t.produced}, in log {t.in_log} (+{t.log_duplicates}"
                          f" producer retries), consumed {t.consumed}, lost {t.lost}, "
                          f"duplicates {t.duplicates} (bound {self.bounds.get(name)}, peak "
-                         f"{self.peak_rates.get(name, 0):.0f} msg/s), torn {t.torn}, "
+                         f"{self.peak_rates.get(name, 0):.0f} msg/s; longest replay "
+                         f"{t.longest_replay}, bound {self.run_bounds.get(name)}), "
+                         f"torn {t.torn}, "
                          f"pending {sum(len(g.ids) for g in t.pending)}")
         lines += [f"  FAILURE: {f}" for f in self.failures]
         return "\n".join(lines)

@@ -367,6 +367,10 @@ class _Run:
             if t.duplicates > r.bounds[name]:
                 r.failures.append(f"{name}: {t.duplicates} duplicates exceed the bound "
                                   f"{r.bounds[name]}")
+            if t.longest_replay > r.run_bounds[name]:
+                r.failures.append(f"{name}: a replay of {t.longest_replay} consecutive "
+                                  f"messages exceeds what one fault explains "
+                                  f"({r.run_bounds[name]})")
 
     def _bounds(self, groups: dict[str, str]) -> None:
         """The duplicate bound of each tally (docs/operations.md, "Faults and recovery").
@@ -402,6 +406,11 @@ class _Run:
             r.bounds[name] = duplicate_bound(rate=rate, interval=interval,
                                              partitions=c.brokers * c.partitions,
                                              max_in_flight=s.max_in_flight, hits=hits)
+            # one replay (a run of consecutive entries) is explained by one fault alone
+            r.run_bounds[name] = duplicate_bound(rate=rate, interval=interval,
+                                                 partitions=c.brokers * c.partitions,
+                                                 max_in_flight=s.max_in_flight,
+                                                 hits=[len(members)])
 
     def _window(self, ids: list[int]) -> str:
         assert self.load is not None
