@@ -100,7 +100,7 @@ def _offsets_arg(spark: Any, value: str, out: str, flag: str) -> str:
     if value in ("earliest", "latest") or value.startswith("group:"):
         return value
     location = OutputDir(spark, out).child(OFFSETS_FILE) if value == "previous" else value
-    return json.dumps(load_offsets(spark, location, flag))
+    return json.dumps(load_offsets(spark, location, f"{flag} {value}"))
 
 
 def build_options(args: argparse.Namespace) -> dict[str, str]:

@@ -88,6 +88,7 @@ def load_offsets(spark: Any, location: str, flag: str = "--from") -> Offsets:
     text = read_text(spark, location)
     if text is None:
         raise ConfigurationError(f"{flag}: {location} does not exist")
+    flag = flag.split()[0]  # "--from previous": the file is named below
     try:
         doc = json.loads(text)
     except ValueError as exc:
@@ -113,18 +114,33 @@ def plan_export(options: Mapping[str, str]
 
 #: The last line of a Python traceback raised by our code in an executor, as Spark relays it.
 _EXECUTOR_ERROR = re.compile(r"^(?:zkconsumer\.errors\.)(\w+): (.+)$", re.MULTILINE)
+#: Any Python exception line of an executor's traceback (Java lines are indented, or start
+#: with a package name such as ``org.`` or with ``: ``).
+_PYTHON_ERROR = re.compile(r"^(?!(?:org|java|javax|scala|py4j)\.)([A-Za-z_][\w.]*"
+                           r"(?:Error|Exception|Exit)): (.+)$", re.MULTILINE)
 
 
 def executor_error(exc: BaseException) -> ZkConsumerError | None:
-    """Our error inside a failed Spark job's exception text, as one line; None if none."""
-    found = _EXECUTOR_ERROR.findall(str(exc))
-    if not found:
-        return None
-    name, message = found[-1]
-    if name == "CorruptSegmentError":
-        return ZkConsumerError(f"corrupt log segment: {message.strip()} (--skip-corrupt skips "
-                               f"the rest of the file, and reports it)")
-    return ZkConsumerError(f"the Spark job failed: {name}: {message.strip()}")
+    """A failed Spark job's pages of JVM and Python traces as one line; None if none found.
+
+    Our own errors (``zkconsumer.errors.*``) say what happened; any other Python error of an
+    executor is named as it is (often the cluster's set-up: ``ModuleNotFoundError: No module
+    named 'zkconsumer'`` on an executor without the package), with a pointer to ``--debug``.
+    """
+    text = str(exc)
+    found = _EXECUTOR_ERROR.findall(text)
+    if found:
+        name, message = found[-1]
+        if name == "CorruptSegmentError":
+            return ZkConsumerError(f"corrupt log segment: {message.strip()} (--skip-corrupt "
+                                   f"skips the rest of the file, and reports it)")
+        return ZkConsumerError(f"the Spark job failed: {name}: {message.strip()}")
+    other = _PYTHON_ERROR.findall(text)
+    if other:
+        name, message = other[-1]
+        return ZkConsumerError(f"the Spark job failed: {name}: {message.strip()} (--debug "
+                               f"shows Spark's log and the whole trace)")
+    return None
 
 
 class _Progress(threading.Thread):

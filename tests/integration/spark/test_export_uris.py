@@ -105,10 +105,15 @@ def test_paths_from_another_directory_then_resume(
     assert sorted(p.name for p in cwd.iterdir()) == (["exports"] if relative else [])
 
 
-def test_an_unknown_scheme_fails_in_one_line(spark: Any, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_scheme_or_no_previous_record_fails_in_one_line(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     assert cli.main(["export", "--log-dir", str(tmp_path), "--to", "nosuch://host/out"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("zkconsumer export: error: nosuch://host/out")
     assert "No FileSystem for scheme" in err, err
+    out = tmp_path / "never-exported"
+    assert cli.main(["export", "--log-dir", str(tmp_path), "--to", out.as_uri(),
+                     "--from", "previous"]) == 1
+    assert capsys.readouterr().err == (f"zkconsumer export: error: --from previous: file:{out}/"
+                                       f"_zkconsumer_offsets.json does not exist\n")

@@ -159,3 +159,27 @@ def test_reached_offsets_and_skipped_ranges_come_from_the_task_reports() -> None
     del merged[reports[1].key]  # a range nobody reported: the resume point is unknown
     with pytest.raises(ZkConsumerError, match=r"t/0-0 from offset 300 \(planned: 300..600\)"):
         summarize(merged, start, end, planned)
+
+
+def test_a_failed_spark_job_becomes_one_line() -> None:
+    from zkconsumer.spark.export import executor_error
+
+    trace = ("An error occurred while calling o85.save.\n"
+             ": org.apache.spark.SparkException: Job aborted due to stage failure: ... "
+             "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+             '  File "/w/reader.py", line 82, in read_segment_range\n'
+             "{error}\n SQLSTATE: 38000\n"
+             "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(x:1)\n"
+             "Caused by: java.lang.RuntimeException: x\n")
+    corrupt = executor_error(RuntimeError(trace.format(
+        error="zkconsumer.errors.CorruptSegmentError: CorruptMessageError: CRC mismatch in "
+              "/l/t-0/00000000000000000000.kafka at file position 120 (at byte offset 120)")))
+    assert str(corrupt) == (
+        "corrupt log segment: CorruptMessageError: CRC mismatch in /l/t-0/0000000000000000000"
+        "0.kafka at file position 120 (at byte offset 120) (--skip-corrupt skips the rest of "
+        "the file, and reports it)")
+    missing = executor_error(RuntimeError(trace.format(
+        error="ModuleNotFoundError: No module named 'zkconsumer'")))
+    assert str(missing).startswith("the Spark job failed: ModuleNotFoundError: No module "
+                                   "named 'zkconsumer' (--debug")
+    assert executor_error(RuntimeError("org.apache.spark.SparkException: no Python")) is None
