@@ -134,6 +134,8 @@ def executor_error(exc: BaseException) -> ZkConsumerError | None:
         if name == "CorruptSegmentError":
             return ZkConsumerError(f"corrupt log segment: {message.strip()} (--skip-corrupt "
                                    f"skips the rest of the file, and reports it)")
+        if name == "ConfigurationError":  # an option the source refused when planning
+            return ConfigurationError(message.strip())
         return ZkConsumerError(f"the Spark job failed: {name}: {message.strip()}")
     other = _PYTHON_ERROR.findall(text)
     if other:
