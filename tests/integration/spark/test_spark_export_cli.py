@@ -183,3 +183,8 @@ def test_a_failed_spark_job_becomes_one_line() -> None:
     assert str(missing).startswith("the Spark job failed: ModuleNotFoundError: No module "
                                    "named 'zkconsumer' (--debug")
     assert executor_error(RuntimeError("org.apache.spark.SparkException: no Python")) is None
+    from zkconsumer.errors import ConfigurationError
+
+    refused = executor_error(RuntimeError(trace.format(
+        error="zkconsumer.errors.ConfigurationError: option maxSplitBytes: bad")))
+    assert isinstance(refused, ConfigurationError) and str(refused) == "option maxSplitBytes: bad"
