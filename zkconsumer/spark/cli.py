@@ -23,7 +23,7 @@ import json
 import sys
 from typing import Any
 
-from zkconsumer.errors import ConfigurationError
+from zkconsumer.errors import ConfigurationError, UsageError
 from zkconsumer.properties import parse_settings
 
 HELP = "export a Kafka 0.7 topic (live cluster or log directory) to Parquet/JSON with Spark"
@@ -48,6 +48,7 @@ examples:
 
 exit status: 0 exported (skipped ranges, if any, are listed), 1 error (unknown topic,
 unreadable offsets file, a corrupt segment without --skip-corrupt, Spark failure), 2 usage
+(e.g. --skip-corrupt without --log-dir)
 """
 
 
@@ -109,8 +110,8 @@ def build_options(args: argparse.Namespace) -> dict[str, str]:
         raise ConfigurationError("give --topic T[,T2...] or --pattern REGEX (only --log-dir "
                                  "exports every topic by default)")
     if args.skip_corrupt and not args.log_dir:
-        raise ConfigurationError("--skip-corrupt applies to --log-dir exports (a broker "
-                                 "checks every message when it is written)")
+        raise UsageError("--skip-corrupt applies to --log-dir exports (a broker checks every "
+                         "message when it is written)")
     options: dict[str, str] = {}
     if args.zk:
         options["zookeeper.connect"] = args.zk

@@ -74,7 +74,7 @@ def test_corrupt_segment_fails_in_one_line_or_is_skipped_and_reported(
 
 def test_skip_corrupt_needs_a_log_dir(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["export", "--zk", "127.0.0.1:1", "--topic", "t", "--to", "x",
-                     "--skip-corrupt"]) == 1
+                     "--skip-corrupt"]) == 2
     assert "--skip-corrupt applies to --log-dir" in capsys.readouterr().err
 
 
