@@ -251,6 +251,9 @@ class _Run:
         started = time.monotonic()
         try:
             self._run()
+        except Exception as exc:  # a component that cannot start again: a failure, counted
+            log.exception("soak seed %s: harness error", self.c.seed)
+            self.result.failures.append(f"harness error: {exc!r}")
         finally:
             self._teardown()
             self.result.seconds = time.monotonic() - started
