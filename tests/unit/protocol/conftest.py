@@ -35,6 +35,19 @@ def decoder(request: pytest.FixtureRequest) -> Iterator[str]:
         messageset._speedups = saved
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A module with ``COMPARES_BOTH = True`` switches decoders itself (compiled against pure):
+    run it once, under the compiled parametrization (or the pure one if that is all there is)."""
+    keep = DECODERS[0]
+    dropped = [item for item in items
+               if getattr(getattr(item, "module", None), "COMPARES_BOTH", False)
+               and getattr(item, "callspec", None) is not None
+               and item.callspec.params.get("decoder", keep) != keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _RAN:
         ran = " and ".join(sorted(_RAN))

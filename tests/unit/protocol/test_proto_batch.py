@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_proto_properties import RELAXED, message_sets, mutated
 
-from zkconsumer.protocol import encode_message_set
+from zkconsumer.protocol import DECODER, accel, active_decoder, encode_message_set
 from zkconsumer.protocol.batch import decode_batch_valid_prefix
 from zkconsumer.protocol.prefix import decode_valid_prefix
 
@@ -37,3 +37,8 @@ def test_corrupt_entry_after_good_ones() -> None:
 @given(st.one_of(mutated(), message_sets().map(lambda c: c[0])), st.integers(0, 2**40))
 def test_batch_prefix_matches_the_list_prefix(data: bytes, base: int) -> None:
     _same_as_the_list_form(data, base)
+
+
+def test_active_decoder_follows_the_fixture(decoder: str) -> None:
+    assert active_decoder() == decoder
+    assert DECODER == accel.IMPLEMENTATION
