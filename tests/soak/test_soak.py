@@ -31,7 +31,8 @@ import pytest
 
 from zkconsumer.bench.soak_run import SoakConfig, run_soak
 
-BOUNDED_SEED = 11
+#: ``ZKCONSUMER_SOAK_SEED=N`` runs the bounded soak with another schedule (reproducible too).
+BOUNDED_SEED = int(os.environ.get("ZKCONSUMER_SOAK_SEED", "11"))
 
 
 def _check(config: SoakConfig) -> None:
