@@ -14,9 +14,13 @@ Prints one line per run, then the table::
     seed  faults  produced  consumed  lost  duplicates  bound  mirror lost/dups  time
        1       9    41230    41530     0         300   8250            0/120  75s
 
-Exit status: 0 every run lost nothing and stayed inside the duplicate bound, 1 otherwise
-(the failures are printed: partition, offsets and ids of each gap, the faults before it,
-member log tails; the work directory is kept), 2 usage.
+``lost`` counts messages a group committed past without writing them; ``duplicates`` and
+``bound`` sum the ``run`` and lone groups (the mirror has its own column).  Then the
+recovery times per fault kind (median, max).
+
+Exit status: 0 every run lost nothing, recovered from every fault and stayed inside the
+duplicate bounds, 1 otherwise (the failures are printed: partition, offsets and ids of each
+gap, the faults before it, member log tails; the work directory is kept), 2 usage.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="runs, with seeds seed, seed+1, ... (default 1)")
     parser.add_argument("--duration", type=float, default=0.0, metavar="S",
                         help="after one fault of each kind, keep injecting random faults "
-                             "until S seconds passed (default 0)")
+                             "until S seconds passed since the first (default 0)")
     parser.add_argument("--fault", action="append", choices=FAULTS + EXTRA_FAULTS,
                         help="only these fault kinds (repeatable; default: all but "
                              "member-start-stop)")
@@ -52,7 +56,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-mirror", action="store_true",
                         help="leave out the zkconsumer mirror group")
     parser.add_argument("--dir", metavar="DIR",
-                        help="work directory (default: a new temporary one; kept on failure)")
+                        help="work directory: member logs and outputs, broker and ZooKeeper "
+                             "data (default: a new temporary one; always kept)")
 
 
 def _row(r: SoakResult) -> str:

@@ -10,18 +10,23 @@ produce).  A `Load` produces numbered messages throughout.
 
 Faults (``random.Random(seed)`` picks their order, targets and gaps; the same seed gives the
 same schedule): ``member-kill9`` (crash, then restart), ``member-term`` (clean stop, then
-restart), ``member-stop`` (SIGSTOP past the session timeout, then SIGCONT; ``lone-stop``:
-the same to the lone member), ``broker-kill9``
-(kill -9, then restart on the same port and log dir), ``zk-kill9`` (kill -9 of ZooKeeper,
-restart on the same port and data dir), ``zk-drop`` (the proxy closes every member's
-ZooKeeper connection; sessions survive).  ``faults`` lists them in order (each once by
-default); with ``duration`` more are drawn until it has passed.
+restart), ``member-stop`` (SIGSTOP until ZooKeeper expired the session, then SIGCONT;
+``lone-stop``: the same to the lone member), ``broker-kill9`` (kill -9, then restart on the
+same port and log dir), ``zk-kill9`` (kill -9 of ZooKeeper, restart on the same port and
+data dir), ``zk-drop`` (the proxy closes every member's ZooKeeper connection; sessions
+survive), and the opt-in ``member-start-stop`` (see `EXTRA_FAULTS`).  ``faults`` are shuffled
+(each once); with ``duration`` more are drawn until that many seconds passed since the
+first; a membership change always follows the last ZooKeeper fault (a member that went deaf
+shows only then).
 
 After each fault the run waits until it has **recovered**: every group whole and caught up
 past the log end measured when the fault ended (`Observer.group_problems`); the time is the
-fault's recovery time.  Not recovering within ``recovery_timeout`` is a failure (with the
-problems and the members' log tails) and ends the fault phase.  At the end the load stops,
-the run waits for lag 0, stops the members with SIGTERM and counts (`soak_check.count`).
+fault's recovery time, and the first non-200 ``/healthz`` of each member meanwhile is noted.
+Not recovering within ``recovery_timeout`` is a failure (with the problems and the members'
+log tails) and ends the fault phase; so is a member that exits on its own.  At the end the
+load stops, the run waits for lag 0, checks every ``/healthz`` says 200, stops the members
+with SIGTERM and counts (`soak_check.count`): lost, pending, duplicates against the bounds
+of `soak_result.duplicate_bound`.
 """
 
 from __future__ import annotations
