@@ -7,7 +7,7 @@ Spark read is split at segment boundaries), then exported to Parquet twice:
 * ``export spark`` -- `zkconsumer.spark.export.run_export` with ``local[2]`` (the ``kafka07``
   source reading through the broker, Arrow batches, Spark's Parquet writer, snappy);
 * ``export python`` -- the baseline a migration script would write: one process, a
-  `SimpleConsumer.iter_batches` loop per partition, the same Arrow conversion, and
+  `SimpleConsumer.iter_columns` loop per partition, the same Arrow conversion, and
   ``pyarrow.parquet.ParquetWriter`` (snappy) in row groups of about 64 MB.
 
 Spark's fixed costs are reported separately and excluded from the export figures: the JVM
@@ -93,7 +93,7 @@ def _python_export(host: str, port: int, topic: str, out: Path, fetch_size: int)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from zkconsumer.spark.arrow import ARROW_SCHEMA, messages_to_batch
+    from zkconsumer.spark.arrow import ARROW_SCHEMA, columns_to_batches
 
     out.mkdir(parents=True, exist_ok=True)
     rows = 0
@@ -105,11 +105,11 @@ def _python_export(host: str, port: int, topic: str, out: Path, fetch_size: int)
                                   compression="snappy") as writer:
                 pending: list[pa.RecordBatch] = []
                 pending_bytes = 0
-                for next_offset, messages in consumer.iter_batches(topic, p, 0):
-                    batch = messages_to_batch(topic, 0, p, messages)
-                    pending.append(batch)
-                    pending_bytes += batch.nbytes
-                    rows += batch.num_rows
+                for next_offset, columns in consumer.iter_columns(topic, p, 0):
+                    for batch in columns_to_batches(topic, 0, p, columns):
+                        pending.append(batch)
+                        pending_bytes += batch.nbytes
+                        rows += batch.num_rows
                     if pending_bytes >= 64 * 1024 * 1024:
                         writer.write_table(pa.Table.from_batches(pending))
                         pending, pending_bytes = [], 0

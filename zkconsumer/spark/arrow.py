@@ -6,16 +6,27 @@ schema and then streams batches through Arrow IPC, so every batch must match `AR
 exactly: names and order of the Spark schema, ``string`` / ``int32`` / ``int64`` / ``binary``
 (never ``large_binary``), all fields nullable.
 
+Two builders: `columns_to_batches` for the fast path (a fetch decoded by
+`zkconsumer.protocol.decode_batch` into int64 columns and one payload buffer: the columns are
+wrapped without copying or touching a Python object per message) and `messages_to_batch` for
+lists of ``(offset, next_offset, payload)`` tuples (log-directory reads).
+
 Imports pyarrow only (no pyspark), so executors and the bench can use it directly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
-__all__ = ["ARROW_SCHEMA", "messages_to_batch"]
+from zkconsumer.protocol import MessageBatch
+
+__all__ = ["ARROW_SCHEMA", "columns_to_batches", "messages_to_batch"]
+
+#: Most payload bytes in one ``binary`` column (int32 value offsets).
+MAX_BINARY_BYTES = 2**31 - 1
 
 ARROW_SCHEMA = pa.schema([
     pa.field("topic", pa.string()),
@@ -50,3 +61,42 @@ def messages_to_batch(topic: str, broker_id: int | None, partition: int,
         pa.array(nexts, pa.int64()),
         pa.array(values, pa.binary()),
     ], schema=ARROW_SCHEMA)
+
+
+def _constants(topic: str, broker_id: int | None, partition: int, n: int
+               ) -> tuple[pa.Array, pa.Array, pa.Array]:
+    broker = (pa.nulls(n, pa.int32()) if broker_id is None
+              else pa.repeat(pa.scalar(broker_id, pa.int32()), n))
+    return (pa.repeat(pa.scalar(topic, pa.string()), n), broker,
+            pa.repeat(pa.scalar(partition, pa.int32()), n))
+
+
+def columns_to_batches(topic: str, broker_id: int | None, partition: int, batch: MessageBatch,
+                       count: int | None = None,
+                       max_bytes: int = MAX_BINARY_BYTES) -> Iterator[pa.RecordBatch]:
+    """Record batches of the first ``count`` (default: all) messages of ``batch``.
+
+    Zero-copy where Arrow allows: the offset columns and the payload buffer are wrapped as
+    they are (``batch.value_offsets`` is Arrow's ``large_binary`` offsets layout); only the
+    value offsets are narrowed to int32, because Spark takes ``binary``, never
+    ``large_binary``.  Usually one batch; more only if the payloads exceed ``max_bytes``
+    (a ``binary`` column's limit), each then holding at least one message.
+    """
+    n = len(batch) if count is None else count
+    ends = batch.value_offsets
+    offsets = pa.Array.from_buffers(pa.int64(), len(batch), [None, pa.py_buffer(batch.offsets)])
+    nexts = pa.Array.from_buffers(pa.int64(), len(batch),
+                                  [None, pa.py_buffer(batch.next_offsets)])
+    values = pa.Array.from_buffers(pa.large_binary(), len(batch),
+                                   [None, pa.py_buffer(ends), pa.py_buffer(batch.values)])
+    i = 0
+    while i < n:
+        # the largest j with ends[j] - ends[i] <= max_bytes, and at least one message
+        j = min(n, max(i + 1, bisect_right(ends, ends[i] + max_bytes, i, n + 1) - 1))
+        yield pa.RecordBatch.from_arrays([
+            *_constants(topic, broker_id, partition, j - i),
+            offsets.slice(i, j - i),
+            nexts.slice(i, j - i),
+            values.slice(i, j - i).cast(pa.binary()),
+        ], schema=ARROW_SCHEMA)
+        i = j

@@ -1,7 +1,7 @@
 """Executor-side reading of one planned range into Arrow record batches (no pyspark).
 
 `read_log_range` fetches ``[start, end)`` of a partition from its broker with the client's
-`SimpleConsumer.iter_batches` (which already handles partial tails, segment ends and messages
+`SimpleConsumer.iter_columns` (which already handles partial tails, segment ends and messages
 larger than the fetch size) and stops exactly at ``end``: a message -- or a whole compressed
 wrapper, inner messages included -- belongs to the range in which its shallow entry *starts*,
 so adjacent ranges never share or lose a row.
@@ -19,6 +19,7 @@ and an empty range simply yields nothing.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -26,26 +27,32 @@ import pyarrow as pa
 from zkconsumer.client import SimpleConsumer
 from zkconsumer.errors import OffsetOutOfRangeError
 from zkconsumer.migrate.logdir import ReadIssue, ReadStats, Segment, iter_segment_chunks
-from zkconsumer.spark.arrow import messages_to_batch
+from zkconsumer.protocol import MessageBatch
+from zkconsumer.spark.arrow import columns_to_batches, messages_to_batch
 from zkconsumer.spark.planning import LogRange, SegmentRange
 from zkconsumer.spark.report import RangeReport, report_range
 
-__all__ = ["iter_range_messages", "read_log_range", "read_segment_range"]
+__all__ = ["iter_range_columns", "read_log_range", "read_segment_range"]
 
 log = logging.getLogger(__name__)
 
-Message = tuple[int, int, bytes]
 
+def iter_range_columns(consumer: SimpleConsumer, r: LogRange
+                       ) -> Iterator[tuple[MessageBatch, int]]:
+    """``(batch, count)`` per fetch of ``r``: the first ``count`` messages of each decoded
+    fetch belong to the range (never zero), and the last one ends exactly at ``r.end``.
 
-def iter_range_messages(consumer: SimpleConsumer, r: LogRange) -> Iterator[list[Message]]:
-    """Lists of messages of ``r`` (each list one fetch), ending exactly at ``r.end``."""
+    Columns (`SimpleConsumer.iter_columns`), not tuples: with the compiled decoder no Python
+    object is made per message, and `columns_to_batches` wraps the columns without copying.
+    """
     if r.start >= r.end:
         return
-    for next_offset, messages in consumer.iter_batches(r.topic, r.partition, r.start):
-        if messages and messages[-1][0] >= r.end:
-            messages = [m for m in messages if m[0] < r.end]
-        if messages:
-            yield messages
+    for next_offset, batch in consumer.iter_columns(r.topic, r.partition, r.start):
+        # offsets are non-decreasing (a wrapper's messages share its offset): cut before the
+        # first message that starts at or after the end
+        count = bisect_left(batch.offsets, r.end)
+        if count:
+            yield batch, count
         if next_offset >= r.end:
             return
     # The broker reported the end of the log before the frozen end of the plan: the log was
@@ -62,10 +69,10 @@ def read_log_range(r: LogRange, *, fetch_size: int = 1024 * 1024,
     rows, reached = 0, None
     with SimpleConsumer(r.host, r.port, socket_timeout=socket_timeout, fetch_size=fetch_size,
                         max_fetch_size=max(max_fetch_size, fetch_size)) as consumer:
-        for messages in iter_range_messages(consumer, r):
-            rows += len(messages)
-            reached = messages[-1][1]  # offsets grow: the last row has the largest next_offset
-            yield messages_to_batch(r.topic, r.broker_id, r.partition, messages)
+        for batch, count in iter_range_columns(consumer, r):
+            rows += count
+            reached = batch.next_offsets[count - 1]  # the largest next_offset read so far
+            yield from columns_to_batches(r.topic, r.broker_id, r.partition, batch, count)
     report_range(RangeReport(r.topic, r.broker_id, r.partition, r.start, r.end, rows, reached))
 
 
