@@ -699,7 +699,9 @@ static PyObject *py_validate(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"validate", py_validate, METH_VARARGS, validate_doc},
-    {"crc32", py_crc32, METH_O, "crc32(data) -> int: the CRC the walk checks (for tests)."},
+    {"crc32", py_crc32, METH_O,
+     "crc32(data) -> int: zlib.crc32(data), computed as the walk computes it (also used by\n"
+     "the producer's encoder, zkconsumer/producer/encoding.py)."},
     {"decode", py_decode, METH_VARARGS, decode_doc},
     {"decode_batch", py_decode_batch, METH_VARARGS, decode_batch_doc},
     {NULL, NULL, 0, NULL},
