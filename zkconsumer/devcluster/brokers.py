@@ -31,6 +31,7 @@ from typing import Any
 import zkconsumer
 from zkconsumer.broker.config import PROPERTY_NAMES, BrokerConfig
 from zkconsumer.broker.server import Broker
+from zkconsumer.devcluster.ports import restartable_port
 from zkconsumer.errors import BrokerStartupError, ZkConsumerError
 from zkconsumer.zk.paths import broker_id_path
 from zkconsumer.zk.session import ZkSession
@@ -53,6 +54,9 @@ def dev_broker_config(broker_id: int, log_dir: str | Path, *, zk_connect: str | 
     """A BrokerConfig with `DEV_DEFAULTS` under ``settings`` (BrokerConfig field names)."""
     values = dict(DEV_DEFAULTS)
     values.update(settings)
+    if not values.get("port"):
+        # "any free port", but one a restart after kill -9 can take again (see ports.py)
+        values["port"] = restartable_port(str(values.get("host") or "127.0.0.1"))
     return BrokerConfig(broker_id=broker_id, log_dir=str(log_dir), zk_connect=zk_connect,
                         **values)
 

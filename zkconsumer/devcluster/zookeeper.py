@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from zkconsumer.devcluster.ports import restartable_port
 from zkconsumer.errors import ZooKeeperError
 
 __all__ = ["ZooKeeperInstall", "ZooKeeperServer", "find_zookeeper", "four_letter_word"]
@@ -89,13 +90,6 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
         libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except Exception:
         pass
-
-
-def _free_port(host: str) -> int:
-    # Bind-read-close leaves a tiny race with other processes; the start() check catches it.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 2.0) -> str:
@@ -236,7 +230,8 @@ class ZooKeeperServer:
                 "listens there, or pick another port)")
 
     def _start_once(self, install: ZooKeeperInstall) -> None:
-        self.port = self._requested_port or _free_port(self.host)
+        # outside the ephemeral range: a kill -9 and restart keeps the port (see ports.py)
+        self.port = self._requested_port or restartable_port(self.host)
         cfg, log4j = self._write_config()
         cmd = [
             install.java, f"-Xmx{self.heap}", "-Xss1m", "-XX:+UseSerialGC",
