@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from zkconsumer.bench.soak_check import count, read_records
@@ -74,3 +76,11 @@ def test_longest_replay_counts_consecutive_entries_per_partition() -> None:
     # 0-0 entries 2, 3, 4 replayed (a run of 3), 1-0 entry 6 (a run of 1), 0-0 entry 1 not
     records = [*LOG, ("0-0", 10, 2), ("0-0", 20, 3), ("0-0", 20, 4), ("1-0", 0, 6)]
     assert count(range(1, 8), LOG, records).longest_replay == 3
+
+
+def test_bench_soak_refuses_unusable_values() -> None:
+    for flag in (["--runs", "0"], ["--rate", "0"]):
+        proc = subprocess.run([sys.executable, "-m", "zkconsumer", "bench", "soak", *flag],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "must be" in proc.stderr

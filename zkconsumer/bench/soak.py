@@ -31,6 +31,7 @@ from pathlib import Path
 
 from zkconsumer.bench.soak_result import SoakResult
 from zkconsumer.bench.soak_run import EXTRA_FAULTS, FAULTS, SoakConfig, run_soak
+from zkconsumer.errors import UsageError
 
 HELP = "fault-injection soak of zkconsumer run and mirror: lost and duplicate messages"
 
@@ -77,7 +78,9 @@ def _row(r: SoakResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     if args.runs < 1:
-        raise SystemExit("zkconsumer bench soak: error: --runs must be >= 1")
+        raise UsageError("--runs must be >= 1")
+    if args.rate <= 0:
+        raise UsageError("--rate must be > 0")
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="zkc-soak-"))
     results = []
     for k in range(args.runs):
