@@ -11,7 +11,8 @@ delivered) if it cannot.
 
 Async mode (``producer.type=async``): ``send`` enqueues (policy ``queue.enqueueTimeout.ms``,
 `QueueFullError`), one sender thread batches on ``batch.size`` / ``queue.time`` and sends one
-request per broker per batch.  ``send(topic, payload)`` with one ``bytes`` message is the hot
+request per broker per batch (a backlog of full batches: one request for up to
+`_MAX_BATCHES` of them, each still its own message set).  ``send(topic, payload)`` with one ``bytes`` message is the hot
 path (one call per application event): its checks are inlined and it appends to the queue's
 tail run (`SendQueue.put_one`), so its cost is a few hundred nanoseconds, not a chunk object,
 a condition variable and a thread wake-up per message.  Nothing fails silently:
@@ -66,6 +67,9 @@ ErrorCallback = Callable[[str, list[bytes], Exception], None]
 
 #: How long close() waits for an aborted sender thread to report its last batch.
 _ABORT_GRACE = 5.0
+#: Full batches the sender takes at once from a backlog (each stays its own message set;
+#: together they go in one request per broker, cut at `MAX_REQUEST_BYTES`).
+_MAX_BATCHES = 8
 
 
 class Producer:
@@ -247,17 +251,17 @@ class Producer:
             return
         linger = self.config.queue_time_ms / 1000.0
         while True:
-            batch = queue.take(self.config.batch_size, linger)
-            if not batch:
+            batches = queue.take_batches(self.config.batch_size, linger, _MAX_BATCHES)
+            if not batches:
                 return
             try:
-                failures = self._dispatcher.send(batch)
+                failures = self._dispatcher.send_batches(batches)
             except Exception as exc:  # a bug must not lose the batch silently
                 log.exception("unexpected error sending a batch")
-                failures = [(chunk, exc) for chunk in batch]
+                failures = [(chunk, exc) for batch in batches for chunk in batch]
             if failures:
                 self._report(failures)
-            queue.done(sum(len(c.payloads) for c in batch))
+            queue.done(sum(len(c.payloads) for batch in batches for c in batch))
 
     def _report(self, failures: list[Failure]) -> None:
         for chunk, exc in failures:

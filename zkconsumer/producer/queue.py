@@ -199,13 +199,25 @@ class SendQueue:
 
     def take(self, batch_size: int, linger: float) -> list[Chunk]:
         """Block until a batch is due (see module docstring); ``[]`` once closed and empty."""
+        batches = self.take_batches(batch_size, linger, 1)
+        return batches[0] if batches else []
+
+    def take_batches(self, batch_size: int, linger: float,
+                     max_batches: int) -> list[list[Chunk]]:
+        """Like `take`, then also every further *full* batch already queued, up to
+        ``max_batches`` in all (a backlog is handed over in one go: one wake-up, one lock
+        round, and the sender may write the batches in one request); ``[]`` once closed and
+        empty.  Each batch obeys the batch rules of the module docstring."""
         with self._lock:
             self._wake_at = batch_size
             while True:
                 if self._runs:
                     if (self._queued >= batch_size or self._flushes or self._closed
                             or self._clock() - self._runs[0].stamp >= linger):
-                        return self._pop(batch_size)
+                        batches = [self._pop(batch_size)]
+                        while len(batches) < max_batches and self._queued >= batch_size:
+                            batches.append(self._pop(batch_size))
+                        return batches
                     wait: float | None = self._runs[0].stamp + linger - self._clock()
                 elif self._closed:
                     return []

@@ -1,14 +1,16 @@
 """`Dispatcher`: route chunks to partitions, encode one set per (topic, partition), send, retry.
 
 Used by both modes: a sync ``send()`` dispatches its one chunk on the caller's thread; the
-async sender thread dispatches a whole batch.  One attempt:
+async sender thread dispatches a whole batch, or several full batches of a backlog at once
+(`Dispatcher.send_batches`).  One attempt:
 
-1. route every chunk (one ``send()``) to one partition of its topic's list (`PartitionChooser`:
-   keyed -> Java hash, unkeyed -> random / round-robin), skipping brokers that failed in
-   earlier attempts of this dispatch;
-2. per broker, collate chunks per (topic, partition) into ONE message set each (compressed
-   with the topic's codec), so a batch costs one request per broker: PRODUCE for one set,
-   MULTIPRODUCE for several (or, when ``confirm`` is on, pipelined confirmed produces);
+1. route every chunk (one ``send()``, or a run of single-message sends routed one by one) to
+   a partition of its topic's list (`PartitionChooser`: keyed -> Java hash, unkeyed ->
+   random / round-robin), skipping brokers that failed in earlier attempts of this dispatch;
+2. per broker, collate chunks per (topic, partition) and batch into ONE message set each
+   (compressed with the topic's codec), so a batch -- or a backlog of batches -- costs one
+   request per broker: PRODUCE for one set, MULTIPRODUCE for several, in batch order (or,
+   when ``confirm`` is on, pipelined confirmed produces);
 3. record what the broker took and what failed.
 
 Failure policy: a connection failure or a confirmed-produce rejection is *retriable*: the
@@ -61,7 +63,10 @@ MAX_REQUEST_BYTES = 2 * 1024 * 1024
 _WRAPPER_HEADER = 10  # int32 length + magic + attributes + crc before the wrapper's payload
 
 Failure = tuple[Chunk, Exception]
-_Part = tuple[ProduceRequest, list[Chunk], int, int]  # request, chunks, messages, payload bytes
+#: request, chunks, messages, payload bytes, batch number
+_Part = tuple[ProduceRequest, list[Chunk], int, int, int]
+#: topic, partition, batch number: one message set (or more, when cut by size) each
+_SetKey = tuple[str, int, int]
 
 
 class _Retry(Exception):
@@ -82,38 +87,49 @@ class Dispatcher:
         self.aborted = False
 
     def send(self, chunks: Sequence[Chunk]) -> list[Failure]:
-        """Deliver ``chunks`` with retries; return those that could not be delivered."""
-        pending = list(chunks)
+        """Deliver ``chunks`` (one batch) with retries; return those not delivered."""
+        return self.send_batches([chunks])
+
+    def send_batches(self, batches: Sequence[Sequence[Chunk]]) -> list[Failure]:
+        """Deliver several batches at once: each batch makes its own message set per
+        (topic, partition), and the sets of all of them share the requests to a broker
+        (in batch order, so each partition still gets its messages in order)."""
+        pending = [(n, chunk) for n, batch in enumerate(batches) for chunk in batch]
         excluded: set[int] = set()
         final: list[Failure] = []
         attempt = 0
         while pending:
-            retry: list[Failure] = []
-            for chunk, exc in self._attempt(pending, excluded):
-                (retry if isinstance(exc, _Retry) else final).append((chunk, exc))
+            retry: list[tuple[int, Chunk, Exception]] = []
+            for n, chunk, exc in self._attempt(pending, excluded):
+                if isinstance(exc, _Retry):
+                    retry.append((n, chunk, exc))
+                else:
+                    final.append((chunk, exc))
             if not retry:
                 break
             if attempt >= self.config.num_retries or self.aborted:
-                final.extend((c, _cause(e)) for c, e in retry)
+                final.extend((c, _cause(e)) for _, c, e in retry)
                 break
             attempt += 1
-            self.stats.add(retried=sum(len(c.payloads) for c, _ in retry))
-            log.warning("retrying %d message(s) (attempt %d of %d): %s",
-                        sum(len(c.payloads) for c, _ in retry), attempt,
-                        self.config.num_retries, _cause(retry[0][1]))
+            retried = sum(len(c.payloads) for _, c, _ in retry)
+            self.stats.add(retried=retried)
+            log.warning("retrying %d message(s) (attempt %d of %d): %s", retried, attempt,
+                        self.config.num_retries, _cause(retry[0][2]))
             self.view.request_refresh()
             if self.config.retry_backoff_ms:
                 self._sleep(self.config.retry_backoff_ms / 1000.0)
-            pending = [c for c, _ in retry]
+            pending = [(n, c) for n, c, _ in retry]
         return final
 
     # -- one attempt -------------------------------------------------------------------------
 
-    def _attempt(self, chunks: list[Chunk], excluded: set[int]) -> list[Failure]:
-        failures: list[Failure] = []
-        routes: dict[int, dict[tuple[str, int], list[Chunk]]] = {}
+    def _attempt(self, items: list[tuple[int, Chunk]],
+                 excluded: set[int]) -> list[tuple[int, Chunk, Exception]]:
+        """One try of ``(batch number, chunk)`` items; failures keep their batch number."""
+        failures: list[tuple[int, Chunk, Exception]] = []
+        routes: dict[int, dict[_SetKey, list[Chunk]]] = {}
         candidates: dict[str, list[BrokerPartition] | ZkConsumerError] = {}
-        for chunk in chunks:
+        for n, chunk in items:
             topic_candidates = candidates.get(chunk.topic)
             if topic_candidates is None:  # once per topic and attempt, not per chunk
                 try:
@@ -122,11 +138,11 @@ class Dispatcher:
                     topic_candidates = exc
                 candidates[chunk.topic] = topic_candidates
             if isinstance(topic_candidates, ZkConsumerError):
-                failures.append((chunk, _Retry(topic_candidates)))
+                failures.append((n, chunk, _Retry(topic_candidates)))
                 continue
             routed = self._route(chunk, topic_candidates)
             for bp, part in routed:
-                routes.setdefault(bp.broker_id, {}).setdefault((chunk.topic, bp.partition),
+                routes.setdefault(bp.broker_id, {}).setdefault((chunk.topic, bp.partition, n),
                                                                []).append(part)
         for broker_id, sets in routes.items():
             failures.extend(self._send_broker(broker_id, sets, excluded))
@@ -161,29 +177,32 @@ class Dispatcher:
             by_index.setdefault(index(chunk.topic, chunk.key, n), []).append(payload)
         return [(candidates[i], chunk._replace(payloads=ps)) for i, ps in by_index.items()]
 
-    def _send_broker(self, broker_id: int, sets: dict[tuple[str, int], list[Chunk]],
-                     excluded: set[int]) -> list[Failure]:
-        failures: list[Failure] = []
+    def _send_broker(self, broker_id: int, sets: dict[_SetKey, list[Chunk]],
+                     excluded: set[int]) -> list[tuple[int, Chunk, Exception]]:
+        failures: list[tuple[int, Chunk, Exception]] = []
         parts: list[_Part] = []
-        for (topic, partition), chunks in sets.items():
+        for (topic, partition, batch), chunks in sets.items():
             codec = self.config.codec_for(topic)
-            for data, set_chunks in self._encode(codec, chunks, failures):
+            too_large: list[Failure] = []
+            for data, set_chunks in self._encode(codec, chunks, too_large):
                 n = sum(len(c.payloads) for c in set_chunks)
                 # a plain set is its payloads plus a 10-byte header each
                 nbytes = (len(data) - _WRAPPER_HEADER * n if codec == Compression.NONE
                           else sum(sum(map(len, c.payloads)) for c in set_chunks))
-                parts.append((ProduceRequest(topic, partition, data), set_chunks, n, nbytes))
+                parts.append((ProduceRequest(topic, partition, data), set_chunks, n, nbytes,
+                              batch))
+            failures.extend((batch, c, e) for c, e in too_large)
         if not parts:
             return failures
         address = self.view.broker(broker_id)
         if address is None:
             err = NoBrokersAvailableError(f"broker {broker_id} is not registered")
             excluded.add(broker_id)
-            return failures + [(c, _Retry(err)) for part in parts for c in part[1]]
+            return failures + [(part[4], c, _Retry(err)) for part in parts for c in part[1]]
         try:
             conn = self.pool.get(broker_id, *address)
         except BrokerConnectionError as exc:  # the pool is closed
-            return failures + [(c, _Retry(exc)) for part in parts for c in part[1]]
+            return failures + [(part[4], c, _Retry(exc)) for part in parts for c in part[1]]
         for group in _request_groups(parts):
             requests = [p[0] for p in group]
             try:
@@ -195,7 +214,7 @@ class Dispatcher:
             except BrokerConnectionError as exc:
                 log.warning("produce to broker %s failed: %s", broker_id, exc)
                 excluded.add(broker_id)
-                failures.extend((c, _Retry(exc)) for part in group for c in part[1])
+                failures.extend((part[4], c, _Retry(exc)) for part in group for c in part[1])
                 continue
             finally:
                 self.pool.after_request(conn)
@@ -211,7 +230,8 @@ class Dispatcher:
                     f"and closed the connection", topic=bad.topic, partition=bad.partition)
                 log.warning("%s; %d later part(s) not written", exc2, len(group) - accepted - 1)
                 excluded.add(broker_id)
-                failures.extend((c, _Retry(exc2)) for part in group[accepted:] for c in part[1])
+                failures.extend((part[4], c, _Retry(exc2)) for part in group[accepted:]
+                                for c in part[1])
         return failures
 
     def _encode(self, codec: Compression, chunks: list[Chunk],

@@ -11,8 +11,14 @@ import pytest
 from fixtures.waiting import wait_until
 from producerkit import read_values
 
+from zkconsumer.client import SimpleConsumer
 from zkconsumer.errors import DeliveryError, ProducerError, QueueFullError
-from zkconsumer.producer import Producer
+from zkconsumer.producer import PartitionChooser, Producer, ProducerConfig, ProducerStats
+from zkconsumer.producer.cluster import StaticClusterView
+from zkconsumer.producer.pool import ConnectionPool
+from zkconsumer.producer.queue import Chunk
+from zkconsumer.producer.sender import Dispatcher
+from zkconsumer.protocol import iter_shallow
 
 
 def broker_list(*brokers: Any) -> str:
@@ -141,3 +147,24 @@ def test_single_sends_to_a_compressed_topic(dev_broker: Any) -> None:
         for v in values:
             producer.send("gz", v)
     assert read_values(broker, "gz", 0) == values
+
+
+def test_batches_sent_together_stay_separate_sets_in_one_request(dev_broker: Any) -> None:
+    broker = dev_broker(zk=False)
+    config = ProducerConfig(broker_list=broker_list(broker), compression_codec="gzip")
+    stats = ProducerStats()
+    pool = ConnectionPool(config)
+    dispatcher = Dispatcher(config, StaticClusterView(config), pool, stats,
+                            PartitionChooser("hash"))
+    first = [Chunk("sets", None, [b"a", b"b"], True), Chunk("sets", None, [b"c"])]
+    second = [Chunk("sets", None, [b"d", b"e"], True)]
+    try:
+        assert dispatcher.send_batches([first, second]) == []
+    finally:
+        pool.close_all()
+    assert stats.requests == 1 and stats.messages_sent == 5  # one MULTIPRODUCE
+    wait_until(lambda: read_values(broker, "sets", 0) == [b"a", b"b", b"c", b"d", b"e"],
+               what="both sets appended")
+    with SimpleConsumer(broker.host, broker.port) as consumer:
+        wrappers = list(iter_shallow(consumer.fetch("sets", 0, 0).messages))
+    assert len(wrappers) == 2  # one gzip wrapper per batch, not one for both

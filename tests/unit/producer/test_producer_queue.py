@@ -271,3 +271,19 @@ def test_the_first_single_send_starts_the_queue_time_of_an_idle_sender() -> None
     q.put_one("t", "k", b"first")  # must wake it: without a wake it would wait forever
     t.join(10)
     assert got == [[Chunk("t", "k", [b"first"], True)]]
+
+
+def test_a_backlog_is_taken_as_several_full_batches() -> None:
+    q = SendQueue(100, 0)
+    for i in range(10):
+        q.put_one("t", None, b"%d" % i)
+    batches = q.take_batches(3, 60.0, 8)  # 3 full batches; the last message waits
+    assert [[p for c in b for p in c.payloads] for b in batches] == [
+        [b"0", b"1", b"2"], [b"3", b"4", b"5"], [b"6", b"7", b"8"]]
+    assert q.queued == 1 and q.pending == 10
+    for i in range(10, 16):
+        q.put_one("t", None, b"%d" % i)
+    assert len(q.take_batches(3, 60.0, 2)) == 2  # at most max_batches
+    q.close()
+    assert [len(b) for b in q.take_batches(3, 60.0, 8)] == [1]  # the rest: one batch
+    assert q.take_batches(3, 60.0, 8) == []
