@@ -2,8 +2,9 @@
 
 Job: hold the messages of ``send()`` calls between the callers and the one sender thread,
 bounded in *messages* like 0.7's ``queue.size``, at a cost per single-message ``send()`` that
-a batch amortises (a plain lock, a list append, two counters; no per-message object, clock
-read or thread wake-up).
+a batch amortises: a plain lock, a list append and two counters -- no per-message object,
+clock read or thread wake-up -- while sends share a topic and key (a send with a new key
+starts a run: one small object and one clock read more).
 
 Layout: a FIFO of *runs*.  A run is either one multi-message ``send()`` (`put`; it must go to
 one partition whole) or consecutive single-message sends with the same topic and key
