@@ -216,6 +216,18 @@ class Coordinator:
         else:
             self._set_state(event)
 
+    def _handle_events_inline(self) -> None:
+        """Handle pending session events in the calling thread (see `rebalance`)."""
+        with self._cond:
+            events, self._events = self._events, []
+        for event in events:
+            try:
+                self._handle_event(event)
+            except ZkConsumerError:
+                with self._cond:  # not recovered yet: try again before the next attempt
+                    self._events.insert(0, event)
+                raise
+
     def _recover_session(self) -> None:
         """Our ephemerals died with the old session: release all, re-register, rebalance."""
         self.stats.session_expirations += 1
@@ -307,6 +319,11 @@ class Coordinator:
         short by a new ZooKeeper event (the group changed again) does not count as a retry:
         Scala would run a fresh ``syncedRebalance`` for that event; the total number of
         attempts is still capped (5 x ``rebalance.retries.max``).
+
+        The first rebalance runs in `start`'s thread, before the coordinator thread exists:
+        session events arriving meanwhile (an expiry during a slow first join) are handled
+        there, before each attempt -- nobody else would, and every attempt on the lost
+        session would fail until the retries ran out.
         """
         started = self._clock()
         self._set_state("REBALANCING")
@@ -322,6 +339,8 @@ class Coordinator:
                 self._retry_at = None
             self.stats.rebalance_attempts += 1
             try:
+                if not interruptible:
+                    self._handle_events_inline()
                 conflicts = self._attempt()
                 error = None
             except ZkConsumerError as exc:

@@ -120,3 +120,35 @@ def test_broker_death_and_return(dev_broker: Any, zk_client: KazooClient,
     assert z.poll(timeout=0.3) is None
     z.commit()
     assert offsets(zk_client, GROUP, "t")["1-1"] > 0
+
+
+def test_session_expiry_during_the_first_rebalance_is_recovered(
+        dev_broker: Any, zk_client: KazooClient, zk_expire: Callable[..., int],
+        make_consumer: Callable[..., GroupConsumer]) -> None:
+    # The first rebalance runs in start()'s thread, before the coordinator thread exists.
+    # A session expiry then (found by the fault-injection soak) left every later attempt
+    # failing with "ZooKeeper session lost; waiting for a new one" until the retries ran out.
+    _topic(dev_broker, zk_client, partitions=2)
+    zk_client.ensure_path(f"/consumers/{GROUP}/owners/t")
+    zk_client.create(f"/consumers/{GROUP}/owners/t/0-0", b"g1_stale-0", ephemeral=True)
+    z = make_consumer(Subscription(topics={"t": 1}), consumer_id="a", start=False,
+                      rebalance_backoff_ms=300, rebalance_retries_max=30)
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            z.start()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    wait_until(lambda: z.stats.rebalance_attempts >= 2, what="first rebalance retrying")
+    zk_expire(z.session)
+    wait_until(lambda: z.stats.session_expirations == 1, timeout=15,
+               what="the expiry handled during the first rebalance")
+    zk_client.delete(f"/consumers/{GROUP}/owners/t/0-0")
+    starter.join(30)
+    assert not starter.is_alive() and errors == []
+    assert z.owned_partitions() == {"t": ["0-0", "0-1"]}
+    assert owners(zk_client, GROUP, "t") == {"0-0": "g1_a-0", "0-1": "g1_a-0"}
