@@ -186,9 +186,13 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from zkconsumer.consumer.config import ConsumerConfig
-    from zkconsumer.daemon.progress import Progress
     from zkconsumer.mirror.config import MirrorConfig, parse_topic_map, split_properties
-    from zkconsumer.mirror.metrics import MirrorCollector, MirrorMetrics, start_metrics_server
+    from zkconsumer.mirror.metrics import (
+        MirrorCollector,
+        MirrorMetrics,
+        MirrorProgress,
+        start_metrics_server,
+    )
     from zkconsumer.mirror.runner import build_mirror
 
     consumer_props, mirror_props, target_props = split_properties(_load_props(args))
@@ -203,8 +207,8 @@ def _run(args: argparse.Namespace) -> int:
     consumer_config = ConsumerConfig.from_properties(consumer_props)
     subscription = _subscription(args)
 
-    bar = Progress(sys.stderr, interval=config.progress_interval_ms / 1000.0,
-                   force=args.progress) if args.progress else None
+    bar = MirrorProgress(sys.stderr, interval=config.progress_interval_ms / 1000.0,
+                         force=args.progress) if args.progress else None
     mirror_ref: list[Any] = []
 
     def progress(snap: dict[str, Any]) -> None:
@@ -213,8 +217,7 @@ def _run(args: argparse.Namespace) -> int:
         stats = getattr(mirror_ref[0].consumer, "stats", None)
         lags = [p["lag"] for p in getattr(stats, "partitions", {}).values()
                 if p.get("lag") is not None]
-        bar.update(snap["messages"], snap["bytes"], sum(lags) if lags else None,
-                   len(getattr(stats, "partitions", {})), snap["in_flight"])
+        bar.update(snap, sum(lags) if lags else None, len(getattr(stats, "partitions", {})))
 
     mirror = build_mirror(config, consumer_config, subscription,
                           progress=progress if bar is not None else None)

@@ -81,6 +81,32 @@ def transactional_id(group: str, topic: str, partition: str) -> str:
     return f"zkconsumer-mirror.{group}.{topic}.{partition}"
 
 
+def _runs(batch: Any) -> list[tuple[tuple[str, str], int, Any, int, int]]:
+    """A polled batch as runs of one partition's messages: ``(key, claim, decoded, start,
+    end)`` with ``decoded[i] = (offset, next_offset, value)``.
+
+    `MessageBatch` (``poll_view``) keeps exactly that per chunk, so its runs are taken as they
+    are (no `Message` objects are built: the hot path).  Anything else -- a list from
+    ``poll_batch``, or a batch whose inside has changed shape -- goes through the public
+    `Message` API.
+    """
+    segments = getattr(batch, "_segments", None)
+    if isinstance(segments, list) and all(
+            isinstance(seg, tuple) and len(seg) == 4 and hasattr(seg[0], "claim")
+            and isinstance(seg[1][seg[2]], tuple) for seg in segments):
+        return [(state.key, state.claim, decoded, start, end)
+                for state, decoded, start, end in segments]
+    runs: list[tuple[tuple[str, str], int, Any, int, int]] = []
+    current: list[tuple[int, int, bytes]] = []
+    for m in batch:
+        key = (m.topic, m.partition)
+        if not runs or runs[-1][0] != key or runs[-1][1] != m.claim:
+            current = []
+            runs.append((key, m.claim, current, 0, 0))
+        current.append((m.offset, m.next_offset, m.value))
+    return [(key, claim, decoded, 0, len(decoded)) for key, claim, decoded, _s, _e in runs]
+
+
 class _Lane:
     """One owned source partition: its transactional producer and open transaction."""
 
@@ -99,7 +125,9 @@ class _Lane:
         self.filtering = False
         self.positions: dict[int, int] = {}  # live: moved by delivery reports
         self.base: dict[int, int] = {}  # as in the last committed checkpoint
-        self.buffer: list[tuple[int, int, int, bytes, int | None, bytes | None]] = []
+        #: messages of the open transaction, for a resend: (offset, next, index, value,
+        #: target partition or -1 = by key, key)
+        self.buffer: list[tuple[int, int, int, bytes, int, bytes | None]] = []
         self.cur_offset = -1
         self.cur_index = 0
         self.bytes = 0
@@ -408,14 +436,11 @@ class ExactlyOnceMirror:
                 next_progress = now + progress_every
 
     def _produce(self, batch: Any) -> int:
-        segments = getattr(batch, "_segments", None)
-        if segments is None:  # a plain list of messages (poll_batch)
-            segments = [(m._state, [(m.offset, m.next_offset, m.value)], 0, 1) for m in batch]
         count = 0
         lanes = self._lanes
-        for state, decoded, start, end in segments:
-            lane = lanes.get(state.key)
-            if lane is None or lane.claim != state.claim:
+        for key, claim, decoded, start, end in _runs(batch):
+            lane = lanes.get(key)
+            if lane is None or lane.claim != claim:
                 continue  # a revoked claim: never acked, the next claim resumes from the target
             count += self._produce_segment(lane, decoded, start, end)
         self.stats.add("sent", count)
@@ -423,6 +448,8 @@ class ExactlyOnceMirror:
         return count
 
     def _produce_segment(self, lane: _Lane, decoded: Any, start: int, end: int) -> int:
+        """Produce ``decoded[start:end]`` into the lane's open transaction (the hot path: no
+        call per message but librdkafka's ``produce``)."""
         producer = lane.producer
         produce = producer.produce
         topic = lane.target_topic
@@ -430,8 +457,11 @@ class ExactlyOnceMirror:
         fixed = lane.fixed
         route = self._router.route
         buffer = lane.buffer
+        append = buffer.append
+        filtering = lane.filtering
         offset, index = lane.cur_offset, lane.cur_index
         n = size = 0
+        partition, key = (-1, None) if fixed is None else (fixed, None)
         track: Callable[[Any, Any], None] | None = lane.track
         for i in range(start, end):
             o, nxt, value = decoded[i]
@@ -439,42 +469,44 @@ class ExactlyOnceMirror:
                 index += 1
             else:
                 offset, index = o, 0
-            if lane.filtering and self._already(lane, o, index):
+            if filtering and self._already(lane, o, index):
                 lane.tail = (o, nxt, index)
+                filtering = lane.filtering
                 continue
             if fixed is None:
                 r = route(lane.topic, lane.partition, value)
-                partition, key = r.partition, r.key
-            else:
-                partition, key = fixed, None
-            buffer.append((o, nxt, index, value, partition, key))
+                partition = -1 if r.partition is None else r.partition
+                key = r.key
+            append((o, nxt, index, value, partition, key))
             headers = [(HEADER_SOURCE, source), (HEADER_OFFSET, b"%d" % o),
-                       (HEADER_INDEX, b"%d" % index)]
-            self._send(producer, produce, topic, value, partition, key, headers, track)
-            track = None
+                       (HEADER_INDEX, b"0" if index == 0 else b"%d" % index)]
+            if track is not None:  # the segment's first record reports where it landed
+                self._send(producer, topic, value, partition, key, headers, track)
+                track = None
+            else:
+                try:
+                    produce(topic, value, key, partition, headers=headers)
+                except BufferError:
+                    self._send(producer, topic, value, partition, key, headers)
             n += 1
             size += len(value)
         lane.cur_offset, lane.cur_index = offset, index
         if n:
             last = buffer[-1]
             lane.tail = (last[0], last[1], last[2])
-        lane.bytes += size
-        if n:
+            lane.bytes += size
             producer.poll(0)  # serve delivery reports (only segments' first records have one)
         return n
 
-    def _send(self, producer: Any, produce: Any, topic: str, value: bytes,
-              partition: int | None, key: bytes | None, headers: list[tuple[str, bytes]],
-              on_delivery: Any = None) -> None:
+    @staticmethod
+    def _send(producer: Any, topic: str, value: bytes, partition: int, key: bytes | None,
+              headers: list[tuple[str, bytes]], on_delivery: Any = None) -> None:
         while True:
             try:
-                if partition is None:
-                    produce(topic, value, key, headers=headers, on_delivery=on_delivery)
-                else:
-                    produce(topic, value, key, partition, headers=headers,
-                            on_delivery=on_delivery)
+                producer.produce(topic, value, key, partition, headers=headers,
+                                 on_delivery=on_delivery)
                 return
-            except BufferError:
+            except BufferError:  # librdkafka's queue is full: let it drain
                 producer.poll(0.05)
 
     @staticmethod
@@ -536,10 +568,13 @@ class ExactlyOnceMirror:
         # committed: the data and the checkpoint are visible together
         last = lane.tail
         assert last is not None
-        count, size = len(lane.buffer), sum(len(e[3]) for e in lane.buffer)
+        count, size = len(lane.buffer), lane.bytes
+        if lane.resume[0] >= 0 and cp.offset > lane.resume[0]:
+            self.stats.add("log_bytes", cp.offset - lane.resume[0])
         lane.resume = (cp.offset, cp.skip)
         lane.base = dict(cp.positions)
         lane.buffer = []
+        lane.bytes = 0
         lane.tail = None
         self.stats.add("transactions")
         self.stats.mirrored(lane.topic, count, size)
@@ -580,8 +615,7 @@ class ExactlyOnceMirror:
         for o, _nxt, index, value, partition, key in resend:
             headers = [(HEADER_SOURCE, lane.source), (HEADER_OFFSET, b"%d" % o),
                        (HEADER_INDEX, b"%d" % index)]
-            self._send(producer, producer.produce, lane.target_topic, value, partition, key,
-                       headers)
+            self._send(producer, lane.target_topic, value, partition, key, headers)
         self.stats.add("sent", len(resend))
 
     def _zk_commit(self) -> None:

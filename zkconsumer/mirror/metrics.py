@@ -18,7 +18,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-__all__ = ["MirrorCollector", "MirrorMetrics", "MirrorStats", "start_metrics_server"]
+__all__ = ["MirrorCollector", "MirrorMetrics", "MirrorProgress", "MirrorStats", "lag_messages",
+           "start_metrics_server"]
+
+
+def lag_messages(snap: dict[str, Any], lag_bytes: int | None) -> int | None:
+    """End-to-end lag in messages: handed out and not yet on the target (in flight), plus
+    the source lag in bytes converted at the average 0.7 log bytes per mirrored message (0.7
+    offsets are byte positions, so the unread count is an estimate).  None until known."""
+    if lag_bytes is None or not snap.get("log_bytes") or not snap.get("messages"):
+        return None
+    per_message = float(snap["log_bytes"]) / float(snap["messages"])
+    return int(snap["in_flight"]) + round(lag_bytes / per_message)
 
 
 @dataclass
@@ -30,6 +41,7 @@ class MirrorStats:
     retries: int = 0  # retry rounds (each resends from the first failure on)
     commits: int = 0
     transactions: int = 0  # exactly-once: committed target transactions
+    log_bytes: int = 0  # exactly-once: 0.7 log bytes the committed transactions covered
     in_flight: int = 0
     healthy: bool = True  # False while a target failure is being retried
     started: float = field(default_factory=time.monotonic)
@@ -56,6 +68,7 @@ class MirrorStats:
                 "messages": self.messages, "bytes": self.bytes, "sent": self.sent,
                 "target_errors": self.target_errors, "retries": self.retries,
                 "commits": self.commits, "transactions": self.transactions,
+                "log_bytes": self.log_bytes,
                 "in_flight": self.in_flight,
                 "healthy": self.healthy, "elapsed": time.monotonic() - self.started,
                 "per_topic": {t: tuple(v) for t, v in self.per_topic.items()},
@@ -119,6 +132,13 @@ class MirrorCollector:
                 committed.add_metric([topic, partition], info["committed"])
         yield lag
         yield committed
+        lags = [info["lag"] for info in parts.values() if info.get("lag") is not None]
+        behind = lag_messages(snap, sum(lags) if lags else None)
+        if behind is not None:
+            yield GaugeMetricFamily("zkconsumer_mirror_lag_messages",
+                                    "End-to-end lag in messages: in flight plus the source lag "
+                                    "at the average 0.7 bytes per message (estimate)",
+                                    value=behind)
 
 
 class MirrorMetrics:
@@ -150,3 +170,32 @@ def start_metrics_server(port: int, metrics: MirrorMetrics,
     server = MetricsServer(host, port, cast(Any, metrics), health)
     server.start()
     return server
+
+
+class MirrorProgress:
+    """``--progress`` for the mirror: the daemon's status line plus the target transaction
+    rate and the end-to-end lag in messages (`lag_messages`)."""
+
+    def __init__(self, stream: Any, *, interval: float, force: bool) -> None:
+        from zkconsumer.daemon.progress import Progress
+
+        self._bar = Progress(stream, interval=interval, force=force)
+        self._stream = stream
+        self._last = (time.monotonic(), 0)
+
+    def update(self, snap: dict[str, Any], lag_bytes: int | None, owned: int) -> str | None:
+        text = self._bar.update(snap["messages"], snap["bytes"], lag_bytes, owned,
+                                snap["in_flight"])
+        if text is None:
+            return None
+        now, txns = time.monotonic(), snap.get("transactions", 0)
+        rate = (txns - self._last[1]) / max(1e-9, now - self._last[0])
+        self._last = (now, txns)
+        behind = lag_messages(snap, lag_bytes)
+        extra = f"  txn/s {rate:,.1f}  lag {'?' if behind is None else f'{behind:,}'} msgs"
+        self._stream.write(extra + "\x1b[K")
+        self._stream.flush()
+        return text + extra
+
+    def finish(self) -> None:
+        self._bar.finish()

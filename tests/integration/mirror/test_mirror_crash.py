@@ -92,6 +92,7 @@ def test_kill_9_mid_run_then_restart_loses_nothing(zk_connect, dev_broker, tansu
     log = (tmp_path / "second.log").read_text()
     assert "mirror stopped" in log and "/metrics and /healthz" in log
     assert " msg/s " in log and "in-flight" in log  # the --progress line
+    assert "txn/s" in log and "exactly-once: transactions" in log
 
     got = read_partitions(tansu.bootstrap, "orders", len(produced))
     have = Counter(v for part in got.values() for _, v in part)

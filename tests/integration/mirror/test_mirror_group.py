@@ -52,6 +52,8 @@ def test_two_mirrors_share_the_partitions_and_lose_nothing_across_the_rebalance(
     assert f'zkconsumer_mirror_messages_total{{topic="shared"}} {b.mirror.stats.messages}.0' \
         in body
     assert "zkconsumer_mirror_in_flight" in body and "zkconsumer_mirror_healthy 1.0" in body
+    assert f"zkconsumer_mirror_transactions_total {b.mirror.stats.transactions}.0" in body
+    assert "zkconsumer_mirror_lag_messages 0.0" in body  # caught up: nothing in flight or unread
     assert 'zkconsumer_mirror_source_committed_offset{partition="' in body
     assert health.strip() == "ok"
 

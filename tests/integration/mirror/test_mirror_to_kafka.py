@@ -66,7 +66,7 @@ def test_topic_map_hash_key_regex_and_topic_creation(zk_connect, dev_broker, tan
     for partition, records in got.items():
         for key, value in records:
             assert key == value.split()[0].split(b"=")[1]
-            # kafka-python's murmur2 of the key: what a modern consumer relies on
+            # librdkafka's murmur2_random placed it where the Java client's murmur2 would
             assert partition == murmur2_partition(key, 5)
             seen[value] += 1
     assert seen == Counter(payloads)
