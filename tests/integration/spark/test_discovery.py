@@ -27,7 +27,10 @@ for _ in range(count):
     names.append(data[pos + 4:pos + 4 + n].decode())
     pos += 4 + n
     pos += 4 + struct.unpack(">i", data[pos:pos + 4])[0]
-import pyspark_kafka07
+import importlib.metadata, pyspark_kafka07
+# one zkconsumer distribution: no egg-info of a build directory on sys.path
+dists = [d for d in importlib.metadata.distributions() if d.metadata["Name"] == "zkconsumer"]
+assert len(dists) == 1, [str(getattr(d, "_path", d)) for d in dists]
 print(" ".join(names), pyspark_kafka07.DefaultSource.__module__)
 """
 

@@ -7,10 +7,9 @@ with ``pyspark_`` and registers its ``DefaultSource`` under ``DefaultSource.name
 
 It lives alone in ``zkconsumer/spark/shim/`` (a plain directory, not a package) so it is
 versioned with the source; the build maps it to a top-level module, and for editable installs
-``.ci/setup`` puts that directory on ``sys.path`` with a ``.pth`` path entry, because
-``pkgutil.iter_modules`` cannot see modules served by setuptools' editable finder (see
-docs/spark.md, "Installation").  Nothing else may live in that directory: everything in it
-becomes importable as a top-level module.  Importing it must stay cheap and free
+``.ci/setup`` puts a link to it on ``sys.path`` (a directory in ``.venv`` named by a ``.pth``
+path entry), because ``pkgutil.iter_modules`` cannot see modules served by setuptools'
+editable finder (see docs/spark.md, "Installation").  Importing it must stay cheap and free
 of side effects: PySpark imports it in every planner worker.
 """
 
