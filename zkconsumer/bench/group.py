@@ -6,9 +6,12 @@ share the consumer's GIL) in a temporary directory, then runs two kinds of case:
 * ``consume <size> socket.buffersize=<n>`` -- one `GroupConsumer` member over 8 partitions
   (4 per broker) that were preloaded with ``--messages`` messages of 100 B / 1 KiB, once with
   0.7's default receive buffer (64 KiB) and once with 1 MiB; timed from the end of
-  ``start()`` until the last message was handed out through `GroupConsumer.poll_view`
-  and looked at (CRC-checked deep decode, one `Message` object per message, auto-ack).  Figure: msg/s and
-  MB/s of payload (MB = 10**6 bytes).
+  ``start()`` until the last message was handed out and looked at, through
+  `GroupConsumer.poll_view` (``messages``: CRC-checked deep decode, one `Message` object per
+  message, auto-ack) and through `GroupConsumer.poll_columns` (``columns``: the batch path,
+  runs of decoded columns, no object per message).  Figure: msg/s, MB/s of payload
+  (MB = 10**6 bytes) and the process's CPU seconds per million messages; the line names the
+  decoder (compiled or pure, `zkconsumer.protocol.DECODER`).
 * ``rebalance <N> members`` -- N-1 members share 64 partitions (32 per broker, one message
   each; every member drains its messages on a thread, as an application would); then
   member N joins.  Timed from the last member's ``start()`` call
@@ -32,11 +35,12 @@ from zkconsumer.client.produce import produce
 from zkconsumer.consumer import ConsumerConfig, GroupConsumer, Subscription, assign
 from zkconsumer.devcluster.cluster import DevCluster
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.protocol import encode_message_set
+from zkconsumer.protocol import DECODER, encode_message_set
 
 HELP = "consumer group: one member's throughput over 8 partitions; rebalance time of N members"
 
 SIZES = {"100B": 100, "1KiB": 1024}
+APIS = ("messages", "columns")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +62,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "each (default 65536,1048576: the 0.7 default and 1 MiB)")
     parser.add_argument("--skip-consume", action="store_true")
     parser.add_argument("--skip-rebalance", action="store_true")
+    parser.add_argument("--api", action="append", choices=APIS,
+                        help="consume API (repeatable; default both): messages = poll_view, "
+                             "one Message per message; columns = poll_columns, the batch "
+                             "path")
 
 
 def _wait(pred: Callable[[], bool], timeout: float, what: str) -> None:
@@ -95,8 +103,9 @@ def _config(cluster: DevCluster, group: str, **kw: object) -> ConsumerConfig:
 
 
 def consume_case(cluster: DevCluster, label: str, size: int, messages: int,
-                 fetch_size: int = 1048576, socket_buffer: int = 65536) -> str:
-    topic = f"bench-{label}-{socket_buffer}"
+                 fetch_size: int = 1048576, socket_buffer: int = 65536,
+                 api: str = "messages") -> str:
+    topic = f"bench-{label}-{socket_buffer}-{api}"
     _preload(cluster, topic, 4, size, messages)
     total = (messages // 8) * 8 + 8  # + one "end" marker per partition
     consumer = GroupConsumer(_config(cluster, f"bench-consume-{topic}", fetch_size=fetch_size,
@@ -107,8 +116,16 @@ def consume_case(cluster: DevCluster, label: str, size: int, messages: int,
     got = 0
     payload = 0
     started = time.perf_counter()
+    cpu = time.process_time()
     try:
         while got < total:
+            if api == "columns":  # the batch path: runs of columns, nothing per message
+                cols = consumer.poll_columns(100_000, timeout=10.0)
+                if not cols:
+                    raise ZkConsumerError(f"bench: stalled after {got} of {total} messages")
+                payload += cols.payload_bytes
+                got += len(cols)
+                continue
             batch = consumer.poll_view(100_000, timeout=10.0)
             if not batch:
                 raise ZkConsumerError(f"bench: stalled after {got} of {total} messages")
@@ -116,11 +133,12 @@ def consume_case(cluster: DevCluster, label: str, size: int, messages: int,
                 payload += len(m.value)
             got += len(batch)
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
     finally:
         consumer.close()
-    return (f"group consume 1 member 8 partitions {label} socket.buffersize={socket_buffer}: "
-            f"{got / elapsed:,.0f} msg/s "
-            f"({payload / elapsed / 1e6:,.1f} MB/s)")
+    return (f"group consume {api} 1 member 8 partitions {label} "
+            f"socket.buffersize={socket_buffer} {DECODER}: {got / elapsed:,.0f} msg/s "
+            f"({payload / elapsed / 1e6:,.1f} MB/s, {cpu / got * 1e6:.2f} CPU s/M msg)")
 
 
 def cluster_topics(cluster: DevCluster, topic: str) -> list[str]:
@@ -213,8 +231,9 @@ def main(args: argparse.Namespace) -> int:
                 size = SIZES[label]
                 n = args.messages if size <= 100 else args.messages * 3 // 4
                 for buf in (int(x) for x in args.socket_buffer.split(",") if x.strip()):
-                    print(consume_case(cluster, label, size, n, args.fetch_size, buf),
-                          flush=True)
+                    for api in args.api or list(APIS):
+                        print(consume_case(cluster, label, size, n, args.fetch_size, buf,
+                                           api), flush=True)
         if not args.skip_rebalance:
             for n in counts:
                 print(rebalance_case(cluster, n, per_broker * 2, args.backoff_ms),

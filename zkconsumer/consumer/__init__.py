@@ -13,6 +13,7 @@ handling), `group` (the facade), `groupinfo` (describe / verify a group), `cli`
 """
 
 from zkconsumer.consumer.assignment import assign, assign_topics
+from zkconsumer.consumer.columns import Columns, PartitionRun
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.group import GroupConsumer
 from zkconsumer.consumer.message import (
@@ -26,12 +27,14 @@ from zkconsumer.consumer.subscription import Subscription
 from zkconsumer.properties import load_properties, parse_properties
 
 __all__ = [
+    "Columns",
     "ConsumerConfig",
     "ConsumerListener",
     "ConsumerStats",
     "GroupConsumer",
     "Message",
     "MessageBatch",
+    "PartitionRun",
     "Subscription",
     "assign",
     "assign_topics",

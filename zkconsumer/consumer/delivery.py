@@ -21,6 +21,14 @@ Invariants, all enforced under the one lock:
 The hot path takes the lock once per `poll` call; `poll_batch` / `poll_view` hand out up to
 ``max_messages`` (whole chunks) per lock acquisition; `poll_view` does not even build the
 `Message` objects until the application iterates (see `MessageBatch`).
+
+A chunk holds what the fetcher decoded in the form it was decoded in: columns
+(`zkconsumer.protocol.MessageBatch`: int64 offsets and one payload buffer, no Python object
+per message) or a list of ``(offset, next_offset, payload)`` tuples.  `poll_columns` hands
+columns out as they are -- the batch path, no per-message work at all; the per-message APIs
+turn a chunk's columns into tuples once, when they first need them (and the other way
+round).  Fetchers decode into the form the application polled last (`wants_columns`), so
+neither path pays for a conversion in steady state.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from zkconsumer.consumer.columns import Columns
 from zkconsumer.consumer.message import (
     ConsumerStats,
     Decoded,
@@ -38,6 +47,7 @@ from zkconsumer.consumer.message import (
     PartitionState,
     Segment,
 )
+from zkconsumer.protocol.batch import MessageBatch as ColumnBatch
 
 __all__ = ["Chunk", "Delivery", "FetchHandle"]
 
@@ -54,17 +64,57 @@ class FetchHandle:
 class Chunk:
     """Messages of one fetch answer for one partition (or an error to raise in its place)."""
 
-    __slots__ = ("end_offset", "error", "fetch_offset", "messages", "pos", "size", "state")
+    __slots__ = ("_messages", "columns", "count", "end_offset", "error", "fetch_offset", "pos",
+                 "size", "state")
 
     def __init__(self, state: PartitionState, fetch_offset: int, end_offset: int,
-                 messages: Decoded, error: BaseException | None = None) -> None:
+                 messages: Decoded | ColumnBatch, error: BaseException | None = None) -> None:
         self.state = state
         self.fetch_offset = fetch_offset
         self.end_offset = end_offset
-        self.messages = messages
+        if isinstance(messages, ColumnBatch):
+            self.columns: ColumnBatch | None = messages
+            self._messages: Decoded | None = None
+        else:
+            self.columns = None
+            self._messages = messages
+        self.count = len(messages)
         self.pos = 0
         self.size = end_offset - fetch_offset
         self.error = error
+
+    @property
+    def messages(self) -> Decoded:
+        """The tuples form (built from the columns once, on first use)."""
+        if self._messages is None:
+            columns = self.columns
+            self._messages = columns.messages() if columns is not None else []
+        return self._messages
+
+    def next_offset(self, i: int) -> int:
+        columns = self.columns
+        if columns is not None:
+            return int(columns.next_offsets[i])
+        return self.messages[i][1]
+
+    def as_columns(self) -> ColumnBatch:
+        """The columns form (built from tuples for chunks decoded that way)."""
+        if self.columns is None:
+            self.columns = _columns_of(self.messages)
+        return self.columns
+
+
+def _columns_of(messages: Decoded) -> ColumnBatch:
+    from array import array
+
+    ends = array("q", [0])
+    total = 0
+    for m in messages:
+        total += len(m[2])
+        ends.append(total)
+    return ColumnBatch(array("q", [m[0] for m in messages]),
+                       array("q", [m[1] for m in messages]), ends,
+                       b"".join(m[2] for m in messages), 0, 0)
 
 
 class Delivery:
@@ -84,11 +134,13 @@ class Delivery:
         self._current: Chunk | None = None
         self._paused = False
         self._closed = False
+        #: The application's last poll was `poll_columns`: fetchers decode into columns.
+        self.wants_columns = False
 
     # -- fetcher side -------------------------------------------------------------------------
 
     def put(self, handle: FetchHandle, state: PartitionState, fetch_offset: int,
-            end_offset: int, messages: Decoded) -> bool:
+            end_offset: int, messages: Decoded | ColumnBatch) -> bool:
         """Queue a chunk, blocking while its stream's queue is full.
 
         Returns False (chunk dropped) if the handle was stopped, the state revoked or the
@@ -193,7 +245,7 @@ class Delivery:
     def _next_chunk_locked(self) -> Chunk | None:
         """The current chunk if it has messages left, else the next queued one (round-robin)."""
         current = self._current
-        if current is not None and current.pos < len(current.messages):
+        if current is not None and current.pos < current.count:
             return current
         self._current = None
         streams = list(self._queues.values())
@@ -208,7 +260,7 @@ class Delivery:
                     # Scala logs "Consumer may lose data"; it cannot happen here because
                     # fetch offsets only advance with accepted chunks, but stay safe.
                     state.consumed_offset = chunk.fetch_offset
-                if chunk.error is None and not chunk.messages:
+                if chunk.error is None and not chunk.count:
                     # e.g. a compressed wrapper around an empty set: nothing to hand out,
                     # but the position moves past it.
                     self._pass_empty_locked(chunk)
@@ -250,6 +302,7 @@ class Delivery:
 
         Raises an error a fetcher queued for a partition (e.g. `MessageTooLargeError`) once.
         """
+        self.wants_columns = False
         deadline = None if timeout is None else self._clock() + timeout
         with self._lock:
             chunk = self._wait_locked(deadline)
@@ -263,7 +316,7 @@ class Delivery:
                 state.acked_offset = next_offset
             stats = self._stats
             stats.messages += 1
-            if chunk.pos >= len(chunk.messages):
+            if chunk.pos >= chunk.count:
                 stats.bytes += chunk.size
                 self._current = None
             return Message(state.topic, state.broker_id, state.partition_id, offset,
@@ -287,27 +340,41 @@ class Delivery:
         """
         return MessageBatch(self._take(max_messages, timeout))
 
+    def poll_columns(self, max_messages: int, timeout: float | None) -> Columns:
+        """Like `poll_view`, as columns: no Python object per message (see `Columns`)."""
+        self.wants_columns = True
+        return Columns([(state, chunk.as_columns(), start, end)
+                        for state, chunk, start, end in self._take_chunks(max_messages,
+                                                                          timeout)])
+
     def _take(self, max_messages: int, timeout: float | None) -> list[Segment]:
-        """Hand out up to ``max_messages`` (positions updated) as chunk segments."""
+        """Hand out up to ``max_messages`` (positions updated) as tuple segments."""
+        self.wants_columns = False
+        return [(state, chunk.messages, start, end)
+                for state, chunk, start, end in self._take_chunks(max_messages, timeout)]
+
+    def _take_chunks(self, max_messages: int,
+                     timeout: float | None) -> list[tuple[PartitionState, Chunk, int, int]]:
+        """Hand out up to ``max_messages`` (positions updated) as chunk runs."""
         deadline = None if timeout is None else self._clock() + timeout
-        out: list[Segment] = []
+        out: list[tuple[PartitionState, Chunk, int, int]] = []
         taken = 0
         with self._lock:
             chunk = self._wait_locked(deadline)
             stats = self._stats
             while chunk is not None:
                 start = chunk.pos
-                end = min(len(chunk.messages), start + max_messages - taken)
+                end = min(chunk.count, start + max_messages - taken)
                 state = chunk.state
-                out.append((state, chunk.messages, start, end))
+                out.append((state, chunk, start, end))
                 taken += end - start
                 chunk.pos = end
-                last_next = chunk.messages[end - 1][1]
+                last_next = chunk.next_offset(end - 1)
                 state.consumed_offset = last_next
                 if self._auto_ack:
                     state.acked_offset = last_next
                 stats.messages += end - start
-                if end >= len(chunk.messages):
+                if end >= chunk.count:
                     stats.bytes += chunk.size
                     self._current = None
                 if taken >= max_messages or self._paused:

@@ -17,7 +17,7 @@ The 0.7.2 ``FetcherRunnable`` loop, with its failure modes fixed (REFERENCE §2.
   The other partitions keep being fetched -- Scala's fetcher thread died instead;
 * corrupt data (CRC, magic, size) parks just that partition the same way, *at the corrupt
   message*: the whole messages in front of it in the same answer are queued first
-  (`decode_valid_prefix`), and the error's offset is the corrupt message's;
+  (`decode_batch_valid_prefix`), and the error's offset is the corrupt message's;
 * a start offset (the committed offset read at the claim) at which the first fetch finds no
   whole message is checked against the broker (`zkconsumer.client.alignment`): if it lies
   inside a message the partition is parked with `MisalignedOffsetError` naming topic,
@@ -57,6 +57,8 @@ from zkconsumer.protocol import (
     ErrorCode,
     FetchRequest,
 )
+from zkconsumer.protocol.batch import MessageBatch as ColumnBatch
+from zkconsumer.protocol.batch import decode_batch_valid_prefix
 from zkconsumer.protocol.prefix import decode_valid_prefix
 from zkconsumer.zk.paths import BrokerInfo
 
@@ -164,7 +166,11 @@ class Fetcher:
             if not data:
                 state.log_end = request.offset  # an empty answer: we are at the end
                 continue
-            decoded, error = decode_valid_prefix(data, request.offset)
+            # in the form the application polls: columns (`poll_columns`, no Python object
+            # per message) or tuples (the per-message APIs)
+            decode = (decode_batch_valid_prefix if self._delivery.wants_columns
+                      else decode_valid_prefix)
+            decoded, error = decode(data, request.offset)
             if decoded.valid_bytes == 0:
                 if state.key in self._unchecked:
                     self._unchecked.discard(state.key)
@@ -184,7 +190,8 @@ class Fetcher:
             if state.log_end is not None and end > state.log_end:
                 state.log_end = end
             accepted = self._delivery.put(self.handle, state, request.offset, end,
-                                          decoded.messages)
+                                          decoded if isinstance(decoded, ColumnBatch)
+                                          else decoded.messages)
             if not accepted and self.handle.stopped:
                 return got_data
             if error is not None and accepted:

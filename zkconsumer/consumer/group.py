@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
+from zkconsumer.consumer.columns import Columns, PartitionRun
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.coordinator import Coordinator
 from zkconsumer.consumer.delivery import Delivery
@@ -210,6 +211,23 @@ class GroupConsumer:
         if max_messages < 1:
             raise ConsumerError("max_messages must be >= 1")
         return self._delivery.poll_view(max_messages, timeout)
+
+    def poll_columns(self, max_messages: int = 100_000,
+                     timeout: float | None = None) -> Columns:
+        """The batch path: up to ``max_messages`` as columns, no object per message.
+
+        Same hand-out and ack semantics as `poll_batch`; the result is a `Columns` of
+        `PartitionRun` objects (offsets and payloads as views into the decoded fetch
+        answers).  Acknowledge a run with `ack_run` (or `ack` of ``run.last_message()``).
+        """
+        self._check_started()
+        if max_messages < 1:
+            raise ConsumerError("max_messages must be >= 1")
+        return self._delivery.poll_columns(max_messages, timeout)
+
+    def ack_run(self, run: PartitionRun) -> None:
+        """Acknowledge every message of ``run`` and everything before it in its partition."""
+        self.ack(run.last_message())
 
     def ack(self, message: Message) -> None:
         """Acknowledge ``message`` and every earlier message of its partition.

@@ -169,3 +169,29 @@ def test_poll_view_is_lazy_and_equal_to_poll_batch() -> None:
     rest = d.poll_batch(10, 0)
     assert len(rest) == 1
     assert (a.consumed_offset, b.consumed_offset) == (30, 20)
+
+
+def test_columns_and_tuples_chunks_serve_both_apis() -> None:
+    # a chunk decoded as columns serves the per-message API, one decoded as tuples serves
+    # poll_columns; positions move the same way either way
+    from zkconsumer.protocol import encode_message_set
+    from zkconsumer.protocol.batch import decode_batch
+
+    d = Delivery(4, False, ConsumerStats())
+    a, b, h = state("0-0"), state("0-1"), FetchHandle()
+    data = encode_message_set([b"x", b"yy", b"zzz"])
+    columns = decode_batch(data, 0)
+    assert d.put(h, a, 0, len(data), columns)
+    assert d.put(h, b, 0, 30, msgs(0, 3))
+    got = d.poll_batch(10, timeout=1.0)
+    assert [(m.partition, m.offset, m.value) for m in got][:3] == [
+        ("0-0", o, v) for o, _, v in columns.messages()]
+    assert a.consumed_offset == len(data)
+    d.put(h, b, 30, 50, msgs(30, 2))
+    cols = d.poll_columns(10, timeout=1.0)
+    (run,) = cols.runs()
+    assert run.partition == "0-1" and list(run.values()) == [v for _, _, v in msgs(30, 2)]
+    assert list(run.offsets) == [30, 40] and run.next_offset == 50 == b.consumed_offset
+    assert d.wants_columns
+    d.poll(timeout=0.01)
+    assert not d.wants_columns
