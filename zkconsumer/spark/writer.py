@@ -31,12 +31,14 @@ undo anything; it logs what the successful tasks had already written.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StringType, StructType
 
@@ -134,17 +136,65 @@ def _column(batch: pa.RecordBatch, name: str) -> list[object] | None:
     return None
 
 
+Group = tuple[str, "str | bytes | None", list[bytes]]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _partition_of(key: str | bytes, n: int) -> int:
+    """``default_partition`` (Java hash, per UTF-16 unit in Python: microseconds per key),
+    remembered across the batches of a task, which mostly repeat the same keys."""
+    return default_partition(key, n) if n > 0 else 0
+
+
 def _groups(batch: pa.RecordBatch, default_topic: str | None, limit: int,
-            partition_count: Callable[[str], int]
-            ) -> list[tuple[str, str | bytes | None, list[bytes]]]:
+            partition_count: Callable[[str], int]) -> list[Group]:
     """The batch's rows as ``(topic, routing key, payloads)`` sends, grouped by destination.
 
     Every row is checked before anything is returned (a bad row fails the whole batch).  Keyed
     rows are grouped by ``(topic, default_partition(key, n))`` with ``n`` from
     ``partition_count(topic)`` (asked once per topic), unkeyed rows by topic; each group keeps
     row order and is cut into pieces of at most ``limit`` rows.  The routing key of a piece is
-    the key of its first row, which hashes to the same partition as all the others.
+    a key of the group, which hashes to the same partition as all the others.
     """
+    groups = _arrow_groups(batch, default_topic, partition_count)
+    if groups is None:
+        groups = _python_groups(batch, default_topic, partition_count)
+    return [(topic, key, payloads[j:j + limit]) for topic, key, payloads in groups
+            for j in range(0, len(payloads), max(1, limit))]
+
+
+def _arrow_groups(batch: pa.RecordBatch, default_topic: str | None,
+                  partition_count: Callable[[str], int]) -> list[Group] | None:
+    """`_groups` in Arrow compute for the common case -- one topic (no topic column), no null
+    value -- hashing each *distinct* key once; None for any other batch (the row-by-row
+    `_python_groups` then does the work and names a bad row)."""
+    columns = {f.name.lower(): batch.column(i) for i, f in enumerate(batch.schema)}
+    values = columns.get("value")
+    if "topic" in columns or default_topic is None or values is None or values.null_count:
+        return None
+    if not (pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
+        values = values.cast(pa.binary())  # strings: their UTF-8 bytes, as the row path sends
+    keys = columns.get("key")
+    if keys is None or keys.null_count == len(keys):
+        return [(default_topic, None, values.to_pylist())]
+    encoded = keys.dictionary_encode()
+    distinct = encoded.dictionary.to_pylist()
+    n = partition_count(default_topic)
+    parts = [_partition_of(k, n) for k in distinct]
+    row_parts = pc.take(pa.array(parts, pa.int32()), encoded.indices)  # null for a null key
+    out: list[Group] = []
+    if keys.null_count:
+        out.append((default_topic, None, values.filter(pc.is_null(row_parts)).to_pylist()))
+    for part in sorted(set(parts)):
+        selected = values.filter(pc.equal(row_parts, part))  # keeps row order; drops nulls
+        if len(selected):
+            out.append((default_topic, distinct[parts.index(part)], selected.to_pylist()))
+    return out
+
+
+def _python_groups(batch: pa.RecordBatch, default_topic: str | None,
+                   partition_count: Callable[[str], int]) -> list[Group]:
+    """`_groups` row by row, without the cut into pieces: any batch, bad rows named."""
     values = _column(batch, "value") or []
     topics = _column(batch, "topic")
     keys = _column(batch, "key")
@@ -168,7 +218,7 @@ def _groups(batch: pa.RecordBatch, default_topic: str | None, limit: int,
                 n = counts.get(topic)
                 if n is None:
                     n = counts[topic] = partition_count(topic)
-                index = index_of[(topic, key)] = default_partition(key, n) if n > 0 else 0
+                index = index_of[(topic, key)] = _partition_of(key, n)
             group = groups.get((topic, index))
             if group is None:
                 group = groups[(topic, index)] = (key, [])
@@ -177,6 +227,4 @@ def _groups(batch: pa.RecordBatch, default_topic: str | None, limit: int,
             if group is None:
                 group = groups[(topic, -1)] = (None, [])
         group[1].append(payload)
-    return [(topic, key, payloads[j:j + limit])
-            for (topic, _), (key, payloads) in groups.items()
-            for j in range(0, len(payloads), max(1, limit))]
+    return [(topic, key, payloads) for (topic, _), (key, payloads) in groups.items()]

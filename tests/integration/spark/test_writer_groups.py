@@ -50,3 +50,30 @@ def test_a_bad_row_fails_the_batch_before_anything_is_sent() -> None:
         _groups(_batch(value=["a", "b", None], key=["1", "2", "3"]), "t", 200, lambda t: 2)
     with pytest.raises(ConfigurationError, match="row 1 has no topic"):
         _groups(_batch(value=["a", "b"], topic=["x", None]), None, 200, lambda t: 2)
+
+
+def test_arrow_and_row_paths_group_alike() -> None:
+    from zkconsumer.spark.writer import _arrow_groups, _python_groups
+
+    keys: list[object] = [None if i % 13 == 0 else f"k{i % 17}" for i in range(500)]
+    cases = [
+        _batch(key=keys, value=[f"v{i}" for i in range(500)]),
+        _batch(key=[k.encode() if isinstance(k, str) else k for k in keys],
+               value=[b"b%d" % i for i in range(500)]),
+        _batch(value=[b"u%d" % i for i in range(50)]),
+        _batch(key=[None] * 5, value=["x"] * 5),
+    ]
+    for batch in cases:
+        fast = _arrow_groups(batch, "t", lambda topic: 5)
+        assert fast is not None
+
+        def norm(groups: list[tuple[str, object, list[bytes]]]
+                 ) -> dict[tuple[str, int], list[bytes]]:
+            return {(t, -1 if k is None else default_partition(k, 5)): p  # type: ignore[arg-type]
+                    for t, k, p in groups}
+
+        assert norm(fast) == norm(_python_groups(batch, "t", lambda topic: 5))
+    # a topic column, no default topic or a null value: the row path (which names the row)
+    assert _arrow_groups(_batch(value=["a"], topic=["x"]), "t", lambda t: 1) is None
+    assert _arrow_groups(_batch(value=["a"]), None, lambda t: 1) is None
+    assert _arrow_groups(_batch(value=["a", None]), "t", lambda t: 1) is None
