@@ -49,6 +49,14 @@ class PartitionRun:
         return self._state.name
 
     @property
+    def broker_id(self) -> int:
+        return self._state.broker_id
+
+    @property
+    def partition_id(self) -> int:
+        return self._state.partition_id
+
+    @property
     def claim(self) -> int:
         return self._state.claim
 

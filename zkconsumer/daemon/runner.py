@@ -202,7 +202,9 @@ class Daemon:
             room = cfg.max_in_flight - sink.inflight()
             if room > 0:
                 try:
-                    batch = consumer.poll_batch(min(room, cfg.batch_size), _POLL_TIMEOUT)
+                    # the batch path: decoded columns, no object per message unless the
+                    # sink needs them (Sink.submit_columns)
+                    batch = consumer.poll_columns(min(room, cfg.batch_size), _POLL_TIMEOUT)
                 except ConsumerError:
                     raise
                 except ZkConsumerError as exc:
@@ -214,8 +216,8 @@ class Daemon:
                     continue
                 if batch:
                     self.consumed_messages += len(batch)
-                    self.consumed_bytes += sum([len(m.value) for m in batch])
-                    sink.submit(batch)
+                    self.consumed_bytes += batch.payload_bytes
+                    sink.submit_columns(batch)
             else:
                 with cond:
                     if sink.inflight() >= cfg.max_in_flight and not self._stop.is_set():

@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from zkconsumer.consumer import latest_claim
+from zkconsumer.consumer import PartitionRun, latest_claim
 from zkconsumer.daemon.formats import MessageLike
 
 __all__ = ["AckTracker", "Key", "key_of"]
@@ -90,6 +90,24 @@ class AckTracker:
             elif kept is not None:
                 kept.append(m)
         return messages if kept is None else kept
+
+    def is_stale_run(self, run: PartitionRun) -> bool:
+        """`is_stale` for a whole run of one partition's messages (one claim)."""
+        return run.claim <= self._revoked_upto.get(
+            (run.topic, run.broker_id, run.partition_id), -1)
+
+    def acked_runs(self, runs: Sequence[PartitionRun]) -> None:
+        """`acked` for runs of messages (the batch path): one entry per run, not per
+        message.  Call with `cond` held; stale runs are dropped."""
+        n = 0
+        for run in runs:
+            if self.is_stale_run(run):
+                self.abandoned_acks += len(run)
+                continue
+            self._acked[(run.topic, run.broker_id, run.partition_id)] = run.last_message()
+            n += len(run)
+        self.acked_messages += n
+        self.cond.notify_all()
 
     def acked(self, messages: Sequence[MessageLike]) -> None:
         """Record that the sink acknowledged ``messages`` (in order per partition).

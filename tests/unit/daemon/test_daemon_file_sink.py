@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 from daemon_unit_helpers import make_messages
 
+from zkconsumer.consumer import Columns
+from zkconsumer.consumer.message import PartitionState
 from zkconsumer.daemon.sinks.file import FileSink
 from zkconsumer.daemon.tracker import AckTracker
 from zkconsumer.errors import SinkError
+from zkconsumer.protocol import encode_message_set
+from zkconsumer.protocol.batch import decode_batch
 
 
 def test_writes_and_acknowledges(tmp_path: Path) -> None:
@@ -160,3 +164,45 @@ def test_output_to_a_device_is_not_fsynced(tmp_path: Path) -> None:
     sink.reopen()
     sink.close(1.0)
     assert tracker.acked_messages == 2
+
+
+def _columns(partition: int, values: list[bytes]) -> tuple[Columns, PartitionState]:
+    state = PartitionState("t", 0, partition, "t-thread-0", 0, 0, 1024)
+    batch = decode_batch(encode_message_set(values), 0)
+    return Columns([(state, batch, 0, len(batch))]), state
+
+
+@pytest.mark.parametrize(("fmt", "expected"), [("lines", b"a\nbb\nc\nd\n"),
+                                               ("raw", b"abbcd")])
+def test_columns_are_written_and_acknowledged_per_run(tmp_path: Path, fmt: str,
+                                                      expected: bytes) -> None:
+    out = tmp_path / "out"
+    tracker = AckTracker()
+    sink = FileSink(tracker, str(out), fmt)
+    sink.start()
+    stale, _ = _columns(1, [b"old"])
+    tracker.revoke([("t", 0, 1)])  # the claim of `stale` is revoked: never written
+    first, _ = _columns(0, [b"a", b"bb"])
+    second, _ = _columns(1, [b"c", b"d"])  # a new claim of the revoked partition
+    sink.submit_columns(first)
+    sink.submit_columns(stale)
+    sink.submit_columns(second)
+    sink.close(1.0)
+    assert out.read_bytes() == expected
+    taken = {(m.partition_id, m.value) for m in tracker.take()}
+    assert taken == {(0, b"bb"), (1, b"d")}
+    assert tracker.acked_messages == 4  # the stale run was dropped before it was written
+
+
+def test_columns_in_jsonl_match_the_per_message_encoding(tmp_path: Path) -> None:
+    cols, _ = _columns(0, [b"x", b'q"uote'])
+    a, b = tmp_path / "a", tmp_path / "b"
+    for path, submit in ((a, "columns"), (b, "messages")):
+        sink = FileSink(AckTracker(), str(path), "jsonl")
+        sink.start()
+        if submit == "columns":
+            sink.submit_columns(cols)
+        else:
+            sink.submit(list(cols.messages()))
+        sink.close(1.0)
+    assert a.read_bytes() == b.read_bytes() and a.read_bytes().count(b"\n") == 2

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from zkconsumer.consumer import Columns
 from zkconsumer.daemon.formats import MessageLike
 from zkconsumer.daemon.tracker import AckTracker, Key
 from zkconsumer.errors import SinkError
@@ -63,6 +64,15 @@ class Sink:
         revoked their claim between the poll and this call); take every other one.
         """
         raise NotImplementedError
+
+    def submit_columns(self, columns: Columns) -> None:
+        """Take a batch polled through the consumer's batch path (main thread).
+
+        The same contract as `submit`; this default hands the messages over one by one.
+        Sinks that can work on whole runs (the file sink) override it and skip the
+        per-message objects.
+        """
+        self.submit(list(columns.messages()))
 
     def inflight(self) -> int:
         """Messages submitted and not yet acknowledged or dropped."""

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO
 
+from zkconsumer.consumer import Columns, PartitionRun
 from zkconsumer.daemon.formats import MessageLike, encoder_for
 from zkconsumer.daemon.sinks.base import Sink
 from zkconsumer.daemon.tracker import AckTracker
@@ -49,6 +50,7 @@ class FileSink(Sink):
         super().__init__(tracker)
         self.path = path
         self._encode = encoder_for(fmt, value_encoding)
+        self._format = fmt
         self._delimited = fmt in ("lines", "jsonl")  # records end in a newline
         self._fd: int | None = None
         self._stdout: BinaryIO | None = None
@@ -117,6 +119,39 @@ class FileSink(Sink):
                 raise SinkError(f"cannot write to {self.path!r}: {exc}") from exc
             self.bytes_written += len(data)
             tracker.acked(batch)
+
+    def submit_columns(self, columns: Columns) -> None:
+        """The batch path: whole runs are checked, encoded, written and acknowledged.
+
+        ``raw`` and ``lines`` are encoded from the runs' payload buffers without a `Message`
+        per message; other formats go through their per-message encoder.
+        """
+        tracker = self.tracker
+        with tracker.cond:
+            runs = [run for run in columns.runs() if not tracker.is_stale_run(run)]
+            if not runs:
+                return
+            data = self._encode_runs(runs)
+            try:
+                if self._stdout is not None:
+                    self._stdout.write(data)
+                else:
+                    self._write_all(data)
+            except OSError as exc:
+                self.errors += 1
+                raise SinkError(f"cannot write to {self.path!r}: {exc}") from exc
+            self.bytes_written += len(data)
+            tracker.acked_runs(runs)
+
+    def _encode_runs(self, runs: list[PartitionRun]) -> bytes:
+        if self._format == "raw":
+            return b"".join([run.payload_view() for run in runs])
+        if self._format == "lines":
+            parts: list[bytes] = []
+            for run in runs:
+                parts.extend(run.values())
+            return b"\n".join(parts) + b"\n"
+        return self._encode([m for run in runs for m in run.messages()])
 
     def _write_all(self, data: bytes) -> None:
         fd = self._fd
