@@ -157,7 +157,8 @@ def _mirror(zk: str, bootstrap: str, topic: str, target: str, count: int, *,
     config = MirrorConfig(target=TargetSpec.parse(f"kafka://{bootstrap}"),
                           topic_map={topic: target}, exactly_once=exactly_once,
                           poll_batch=20000, max_in_flight=200000)
-    consumer = ConsumerConfig(group_id=f"bench-mirror-{topic}", zk_connect=zk,
+    mode = "eos" if exactly_once else "alo"  # separate groups: each run reads from the start
+    consumer = ConsumerConfig(group_id=f"bench-mirror-{topic}-{mode}", zk_connect=zk,
                               fetch_size=2 * 1024 * 1024)
     mirror = build_mirror(config, consumer, Subscription.of(topic))
     errors: list[BaseException] = []

@@ -113,7 +113,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--at-least-once", action="store_true",
                         help="kafka:// target without transactions: commit after in-order "
                              "acks (duplicates after a crash); default is exactly-once")
-    sub = parser.add_subparsers(dest="mirror_command", metavar="[verify]")
+    sub = parser.add_subparsers(dest="mirror_command", metavar="[verify|translate]")
     verify = sub.add_parser("verify", help="compare mirrored message counts, source vs target",
                             description="Count the source range the group committed and the "
                                         "target topics; print a table; exit 1 on mismatch.",
@@ -130,6 +130,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
     verify.add_argument("--allow-duplicates", action="store_true",
                         help="EXTRA (target has more, e.g. replays after a crash) is not a "
                              "failure")
+
+
+    translate = sub.add_parser(
+        "translate", help="a 0.7 group's committed offsets as a target consumer group's",
+        description="Compute, for every target partition the mirrored topics landed in, the "
+                    "offset from which a modern consumer sees exactly what the 0.7 group had "
+                    "not consumed; print the plan; with --apply commit it for --target-group.",
+        epilog=TRANSLATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    translate.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]", required=True,
+                           help="ZooKeeper connect string of the source 0.7 cluster, chroot "
+                                "included (zk.connect)")
+    translate.add_argument("--group", metavar="G07", required=True,
+                           help="the 0.7 consumer group to move")
+    translate.add_argument("--mirror-group", metavar="M", required=True,
+                           help="the mirror's group (whose checkpoints say what was copied)")
+    translate.add_argument("--to", dest="to", metavar="kafka://HOST:PORT", required=True,
+                           help="the target cluster")
+    translate.add_argument("--target-group", metavar="G", required=True,
+                           help="the consumer group on the target to position")
+    translate.add_argument("--topic-map", metavar="OLD:NEW,...",
+                           help="the mirror's --topic-map")
+    translate.add_argument("--topic", action="append", default=[], metavar="TOPIC",
+                           help="only these 0.7 topics (default: all the group committed)")
+    translate.add_argument("--checkpoint-topic", default="__zkconsumer_mirror_checkpoints",
+                           metavar="T", help="the mirror's mirror.checkpoint.topic")
+    translate.add_argument("--apply", action="store_true",
+                           help="commit the plan for --target-group (default: dry run)")
+    translate.add_argument("--force", action="store_true",
+                           help="translate although the 0.7 group has live members")
+
+
+TRANSLATE_EPILOG = """\
+Refuses (exit 1, nothing committed) while the 0.7 group has live members (--force overrides)
+and when the mirror has not copied a partition up to the group's committed offset.  Needs the
+provenance headers of an exactly-once mirror.  Playbook: docs/migration.md.
+
+example:
+  zkconsumer mirror translate --zk zk1:2181/kafka07 --group billing --mirror-group m \\
+      --to kafka://kafka1:9092 --target-group billing --apply
+
+exit status: 0 plan printed (and applied with --apply), 1 refused or an error, 2 usage
+"""
 
 
 def _load_props(args: argparse.Namespace) -> dict[str, str]:
@@ -181,6 +223,8 @@ def main(args: argparse.Namespace) -> int:
         logging.getLogger("zkconsumer.mirror.librdkafka").setLevel(logging.CRITICAL)
     if getattr(args, "mirror_command", None) == "verify":
         return _verify(args)
+    if getattr(args, "mirror_command", None) == "translate":
+        return _translate(args)
     return _run(args)
 
 
@@ -303,6 +347,41 @@ def _verify(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 1 if bad else 0
+
+
+def _translate(args: argparse.Namespace) -> int:
+    from zkconsumer.mirror.config import parse_topic_map
+    from zkconsumer.mirror.translate import apply_plan, format_plan, make_plan
+    from zkconsumer.zk.session import ZkSession
+
+    target = _target(args)
+    if target.kind != "kafka":
+        raise ConfigurationError("translate needs a kafka:// target")
+    bootstrap = ",".join(target.bootstrap)
+    with ZkSession(args.zk) as session:
+        plan = make_plan(session, args.group, args.mirror_group, bootstrap,
+                         topic_map=parse_topic_map(args.topic_map),
+                         topics=args.topic or None, checkpoint_topic=args.checkpoint_topic)
+    print(format_plan(plan))
+    if plan.unmarked:
+        print(f"note: {plan.unmarked} target records carry no provenance headers (not written "
+              "by an exactly-once mirror); treated as consumed", file=sys.stderr)
+    refused = False
+    for behind in plan.behind:
+        print(f"refused: {behind}", file=sys.stderr)
+        refused = True
+    if plan.live_members and not args.force:
+        print(f"refused: 0.7 group {args.group} still has live members "
+              f"({', '.join(plan.live_members)}); stop them (or --force)", file=sys.stderr)
+        refused = True
+    if refused:
+        return 1
+    if args.apply:
+        apply_plan(plan, bootstrap, args.target_group)
+        print(f"committed for target group {args.target_group}", file=sys.stderr)
+    else:
+        print("dry run: --apply commits these offsets", file=sys.stderr)
+    return 0
 
 
 def run_cli(argv: Sequence[str]) -> int:
