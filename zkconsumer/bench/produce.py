@@ -109,9 +109,10 @@ def _payloads(size: int, n: int = 4096, seed: int = 11) -> list[bytes]:
             for _ in range(n)]
 
 
-#: The ``--sink`` process: accept connections on a free port (printed first), discard input.
+#: The ``--sink`` process: accept connections on a free port (printed first), discard input;
+#: exit when stdin ends, i.e. when the bench closes it or dies (no orphan left behind).
 _SINK_SCRIPT = """
-import socket, threading
+import socket, sys, threading
 listener = socket.create_server(("127.0.0.1", 0))
 print(listener.getsockname()[1], flush=True)
 def drain(conn):
@@ -119,9 +120,12 @@ def drain(conn):
     with conn:
         while conn.recv_into(buf):
             pass
-while True:
-    conn, _ = listener.accept()
-    threading.Thread(target=drain, args=(conn,), daemon=True).start()
+def accept():
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=drain, args=(conn,), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+sys.stdin.read()
 """
 
 
@@ -143,7 +147,7 @@ class Sink:
             threading.Thread(target=self._accept, daemon=True).start()
             return
         self._proc = subprocess.Popen([sys.executable, "-c", _SINK_SCRIPT],
-                                      stdout=subprocess.PIPE, text=True)
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         if not line.strip().isdigit():
@@ -174,10 +178,14 @@ class Sink:
         if self._listener is not None:
             self._listener.close()
         if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                if pipe is not None:
+                    pipe.close()  # closing stdin ends the sink
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
 
 
 def _appended(brokers: list[Any], topic: str) -> int:

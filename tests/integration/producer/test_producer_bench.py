@@ -5,8 +5,11 @@ cases."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
+from fixtures.waiting import wait_until
 
 from zkconsumer.cli import main
 
@@ -25,3 +28,20 @@ def test_bench_produce_reference_cases(capsys: pytest.CaptureFixture[str], where
                          r"ProducerPerformance: (.+)\]", line)
         assert m and int(m.group(1)) > 0 and m.group(2) == scala, line
     assert sum("CPU s per M messages" in line for line in out) == 2
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_the_sink_process_ends_with_the_bench_that_started_it() -> None:
+    script = ("import os; from zkconsumer.bench.produce import Sink; s = Sink(0); "
+              "print(s._proc.pid, flush=True); os._exit(0)")  # dies without stop()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=60)
+    pid = int(out.stdout)
+    wait_until(lambda: not _alive(pid), what="orphaned sink process to exit")
