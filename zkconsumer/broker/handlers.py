@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 
 from zkconsumer.broker.log import EMPTY_REGION, FetchRegion
 from zkconsumer.broker.manager import LogManager
-from zkconsumer.errors import BrokerError, InvalidMessageSizeError
+from zkconsumer.errors import BrokerError, DecodeError, InvalidMessageSizeError
 from zkconsumer.protocol import (
+    DECODER,
     EARLIEST_TIME,
     LATEST_TIME,
     RANDOM_PARTITION,
@@ -43,6 +44,7 @@ from zkconsumer.protocol import (
     decode_request,
     decompress,
     encode_offsets_response,
+    validate_message_set,
 )
 from zkconsumer.protocol.message import codec_of, read_shallow
 
@@ -104,8 +106,22 @@ def check_message_set(data: bytes, max_message_size: int) -> tuple[int, int]:
     set CRC-checked, recursively.  Codec errors propagate.  In every set, outer or inner, a
     first message whose length does not fit is an error and a later one is a partial tail,
     ignored; fewer than 4 bytes are no message at all (ByteBufferMessageSet.internalIterator).
+
+    Fast path: what producers send -- whole, valid sets -- is checked by the protocol's
+    `validate_message_set` (the compiled walk when built: every CRC, inner sets included).
+    Only when that one accepts the *whole* set with every payload within the limit is its
+    answer used; anything else (a partial tail, corruption, an oversized payload) goes through
+    the walk below, which alone decides the reference's exact errors and edge cases.
     """
     size = len(data)
+    if DECODER == "compiled" and size >= 4:
+        try:
+            info = validate_message_set(data, max_inflated=MAX_INFLATED)
+        except DecodeError:
+            info = None
+        if (info is not None and info.valid_bytes == size
+                and info.max_shallow_payload <= max_message_size):
+            return size, info.deep_count
     pos = 0
     deep = 0
     wrappers: list[tuple[int, int, bytes]] = []
