@@ -10,7 +10,6 @@ the topic, all of it clears and the member consumes it.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -21,16 +20,11 @@ from typing import Any
 from fixtures.waiting import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
+from zkconsumer.devcluster.ports import restartable_port
 from zkconsumer.producer import Producer
 
 ROOT = Path(__file__).resolve().parents[3]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -64,7 +58,7 @@ def test_missing_topic_is_warned_gauged_healthz_and_described(
         tmp_path: Path, dev_broker: Any, zk_connect: str) -> None:
     dev_broker(num_partitions=1)
     _produce(zk_connect, "ev", [b"e1"])
-    port = _free_port()
+    port = restartable_port()
     out = tmp_path / "out.txt"
     log_path = tmp_path / "run.log"
     with open(log_path, "wb") as log:

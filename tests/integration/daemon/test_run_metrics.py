@@ -7,7 +7,6 @@ session-expiry test, because expiring a session for real needs the member's kazo
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
 import threading
@@ -25,13 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from zkconsumer.daemon import cli
 from zkconsumer.daemon.config import build_config
 from zkconsumer.daemon.runner import Daemon
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from zkconsumer.devcluster.ports import restartable_port
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -57,7 +50,7 @@ def test_metrics_move_and_healthz(tmp_path: Path, dev_broker: Any, zk_connect: s
                                   zk_client: KazooClient) -> None:
     dev_broker(num_partitions=1)
     produce(zk_connect, "ev", values("m", 100))
-    p1, p2 = _free_port(), _free_port()
+    p1, p2 = restartable_port(), restartable_port()
     out1, out2 = tmp_path / "1.txt", tmp_path / "2.txt"
     common = ["--topic", "ev", "--set", "autocommit.interval.ms=100",
               "--health-idle-timeout", "0.5"]

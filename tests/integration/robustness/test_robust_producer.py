@@ -7,7 +7,6 @@ time however the brokers behave, and no producer thread outlives ``close``.
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from kazoo.client import KazooClient
 from robustkit import ScriptedBroker, blackhole, no_new_threads
 
 from zkconsumer.client import BrokerConnection, SimpleConsumer, produce
+from zkconsumer.devcluster.ports import restartable_port
 from zkconsumer.errors import DeliveryError
 from zkconsumer.producer import BrokerPartition as BP
 from zkconsumer.producer import Producer
@@ -27,11 +27,6 @@ def _values(broker: Any, topic: str) -> list[bytes]:
     with SimpleConsumer(broker.host, broker.port, socket_timeout=10.0) as consumer:
         return [m.value for m in consumer.iter_messages(topic, 0, 0)]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_garbage_broker_and_topic_znodes_are_skipped_not_fatal(
@@ -65,7 +60,7 @@ def test_garbage_broker_and_topic_znodes_are_skipped_not_fatal(
 
 def test_async_with_every_broker_dead_reports_every_message() -> None:
     errors: list[tuple[str, list[bytes], Exception]] = []
-    dead = _free_port()
+    dead = restartable_port()
     with no_new_threads():
         producer = Producer(broker_list=f"0:127.0.0.1:{dead},1:127.0.0.1:{dead}",
                             producer_type="async", batch_size=7, num_retries=2,

@@ -11,7 +11,7 @@ from fixtures.waiting import wait_until
 from fixtures.zookeeper import expire_session
 from kazoo.client import KazooClient
 
-from zkconsumer.devcluster.zookeeper import _free_port
+from zkconsumer.devcluster.ports import restartable_port
 from zkconsumer.errors import ConfigurationError, SessionExpiredError, ZooKeeperError
 from zkconsumer.zk.session import SessionState, ZkSession
 
@@ -127,7 +127,7 @@ def test_errors_are_translated(zk_server: Any, zk_connect: str) -> None:
     for bad_connect in ("", "host:notaport"):
         with pytest.raises(ConfigurationError, match=r"zk\.connect"):
             ZkSession(bad_connect)
-    dead = f"127.0.0.1:{_free_port('127.0.0.1')}"
+    dead = f"127.0.0.1:{restartable_port()}"
     with pytest.raises(ZooKeeperError, match=dead):
         ZkSession(dead, connection_timeout_ms=300).start()
 
