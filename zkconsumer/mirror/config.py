@@ -184,9 +184,11 @@ class MirrorConfig:
     #: ``kafka://`` only: transactions + target-side checkpoints (the default), or today's
     #: at-least-once mode (``--at-least-once``) for targets without transactions.
     exactly_once: bool = True
-    #: Exactly-once: how often (and after how many messages) each lane commits its transaction.
+    #: Exactly-once: how often each lane commits its transaction, and after how many messages
+    #: produced (all lanes together) every lane commits early -- the in-flight bound of this
+    #: mode (a commit waits for every queued message, so it also bounds commit and stop time).
     transaction_interval_ms: int = 200
-    transaction_max_messages: int = 100000
+    transaction_max_messages: int = 50000
     #: Exactly-once: the producer's commit/init timeout (and librdkafka transaction.timeout.ms).
     transaction_timeout_ms: int = 60000
     checkpoint_topic: str = "__zkconsumer_mirror_checkpoints"

@@ -134,6 +134,9 @@ class _Lane:
         #: (offset, next_offset, index) of the last message handled, produced *or* skipped as
         #: already visible: the transaction's checkpoint and ack cover both.
         self.tail: tuple[int, int, int] | None = None
+        #: a produce the producer refused (its transaction is lost): buffer only, recover at
+        #: the next commit
+        self.failed: BaseException | None = None
 
     def track(self, err: Any, msg: Any) -> None:
         """Delivery report of a segment's first record: a lower bound of every later record
@@ -264,7 +267,14 @@ class ExactlyOnceMirror:
             self.config.target.bootstrap, self._options, client_id=self._client_id,
             transactional_id=transactional_id(self.group, lane.topic, lane.partition))
         producer = Producer(conf)
-        producer.init_transactions(self.config.transaction_timeout_ms / 1000.0)
+        try:
+            # bounded, so a stop is seen; a timed-out attempt is retried by the caller (the
+            # broker may still be aborting the previous owner's transaction)
+            producer.init_transactions(min(10.0, self.config.transaction_timeout_ms / 1000.0))
+        except Exception:
+            producer.purge()
+            producer.flush(0)
+            raise
         return producer
 
     def _close_producer(self, lane: _Lane) -> None:
@@ -450,6 +460,8 @@ class ExactlyOnceMirror:
     def _produce_segment(self, lane: _Lane, decoded: Any, start: int, end: int) -> int:
         """Produce ``decoded[start:end]`` into the lane's open transaction (the hot path: no
         call per message but librdkafka's ``produce``)."""
+        from confluent_kafka import KafkaException
+
         producer = lane.producer
         produce = producer.produce
         topic = lane.target_topic
@@ -480,14 +492,21 @@ class ExactlyOnceMirror:
             append((o, nxt, index, value, partition, key))
             headers = [(HEADER_SOURCE, source), (HEADER_OFFSET, b"%d" % o),
                        (HEADER_INDEX, b"0" if index == 0 else b"%d" % index)]
-            if track is not None:  # the segment's first record reports where it landed
-                self._send(producer, topic, value, partition, key, headers, track)
+            if lane.failed is not None:
+                pass  # buffered: the recovery at the next commit resends it
+            elif track is not None:  # the segment's first record reports where it landed
+                try:
+                    self._send(producer, topic, value, partition, key, headers, track)
+                except KafkaException as exc:
+                    lane.failed = self._refused(exc, topic, value)
                 track = None
             else:
                 try:
                     produce(topic, value, key, partition, headers=headers)
                 except BufferError:
                     self._send(producer, topic, value, partition, key, headers)
+                except KafkaException as exc:
+                    lane.failed = self._refused(exc, topic, value)
             n += 1
             size += len(value)
         lane.cur_offset, lane.cur_index = offset, index
@@ -497,6 +516,19 @@ class ExactlyOnceMirror:
             lane.bytes += size
             producer.poll(0)  # serve delivery reports (only segments' first records have one)
         return n
+
+    def _refused(self, exc: Any, topic: str, value: bytes) -> BaseException:
+        """A produce librdkafka refused: transient (returned, the lane recovers at the next
+        commit), or a message it will never take (fatal: raised; the open transactions are
+        then never committed, so nothing past it is acknowledged)."""
+        from confluent_kafka import KafkaError
+
+        if exc.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            self._fatal = TargetError(
+                f"target client refuses a {len(value)}-byte message for {topic}: "
+                f"{exc.args[0].str()} (raise target.message.max.bytes)")
+            raise self._fatal from exc
+        return exc  # type: ignore[no-any-return]
 
     @staticmethod
     def _send(producer: Any, topic: str, value: bytes, partition: int, key: bytes | None,
@@ -542,6 +574,11 @@ class ExactlyOnceMirror:
         cp = self._checkpoint(lane)
         key = checkpoint_key(self.group, lane.topic, lane.partition)
         timeout = self.config.transaction_timeout_ms / 1000.0
+        if lane.failed is not None:
+            failed, lane.failed = lane.failed, None
+            if not retry:
+                raise failed
+            self._recover(lane, failed)
         while True:
             try:
                 producer = lane.producer

@@ -89,3 +89,22 @@ def test_rebalance_mid_transaction_neither_loses_nor_duplicates(zk_connect, dev_
     values = [r.value for part in got.values() for r in part]
     assert len(values) == len(set(values)) == len(first) + len(second)
     assert set(values) == set(first + second)
+
+
+def test_a_message_the_target_client_refuses_stops_without_acknowledging_it(
+        zk_connect, dev_broker, tansu, start_mirror) -> None:
+    from zkconsumer.errors import TargetError
+
+    dev_broker()
+    create_topic(tansu.bootstrap, "big", 1)
+    produce(zk_connect, "big", [b"small"] * 5, chunk=5)
+    before = log_ends(zk_connect, "big")
+    produce(zk_connect, "big", [b"x" * 5000], chunk=1)
+    m = start_mirror(tansu.url, topics=["big"], target_options={"message.max.bytes": "2000"})
+    wait_until(lambda: not m.alive, timeout=30, what="the mirror stopping on the refusal")
+    assert isinstance(m.error, TargetError) and "5000-byte" in str(m.error)
+    m.error = None
+    at = committed(zk_connect, "mirror", "big").get("0-0", 0)
+    assert at <= before["0-0"]  # never past the big one
+    got = read_records(tansu.bootstrap, "big", 0)
+    assert all(r.value == b"small" for part in got.values() for r in part)

@@ -28,6 +28,7 @@ FAST = ["--set", "mirror.commit.interval.ms=500", "--set", "rebalance.backoff.ms
         "--set", "rebalance.retries.max=40", "--set", "fetcher.backoff.ms=50",
         "--set", "zk.sessiontimeout.ms=2000", "--set", "mirror.poll.batch=100",
         "--set", "mirror.transaction.interval.ms=100",
+        "--set", "mirror.transaction.max.messages=5000",
         "--set", "target.message.timeout.ms=10000"]
 
 
