@@ -89,7 +89,9 @@ def scan_beyond(bootstrap: str, topic: str, positions: Mapping[int, int], source
     """``(0.7 offset, index)`` of every record of ``source`` (``topic/B-P``) at or past
     ``resume`` that a read_committed reader of ``topic`` sees from ``positions`` on."""
     found: set[tuple[int, int]] = set()
-    for record in iter_records(bootstrap, topic, positions, timeout=timeout):
+    # settled: records of the fenced previous owner may sit behind another writer's open
+    # transaction (shared target partitions); wait for those to finish rather than miss them
+    for record in iter_records(bootstrap, topic, positions, timeout=timeout, settled=True):
         if record.header(HEADER_SOURCE) != source:
             continue
         raw_offset, raw_index = record.header(HEADER_OFFSET), record.header(HEADER_INDEX)

@@ -64,10 +64,16 @@ def _consumer(bootstrap: str, isolation: str, options: Mapping[str, Any] | None)
 
 def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
                  isolation: str = "read_committed", timeout: float = 120.0,
-                 options: Mapping[str, Any] | None = None) -> Iterator[Record]:
+                 options: Mapping[str, Any] | None = None,
+                 settled: bool = False) -> Iterator[Record]:
     """Every record of ``topic``'s partitions ``start`` (``{partition: first offset}``; an
     offset below the log start means the beginning) up to the end, in log order per
-    partition.  Raises `MirrorError` if the end is not reached within ``timeout`` seconds."""
+    partition.  Raises `MirrorError` if the end is not reached within ``timeout`` seconds.
+
+    ``settled``: the end is the high watermark as of the call, not the last stable offset --
+    a read_committed reader then also waits until every transaction that was open below that
+    watermark has finished (committed or aborted), so nothing written before the call is
+    still hidden when it returns."""
     from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
     if not start:
@@ -76,12 +82,23 @@ def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
     try:
         consumer.assign([TopicPartition(topic, p, o if o > 0 else OFFSET_BEGINNING)
                          for p, o in start.items()])
+        until: dict[int, int] = {}
+        if settled:
+            for p in start:
+                high = int(consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                          timeout=30)[1])
+                if high > max(0, start[p]):
+                    until[p] = high
         waiting = set(start)
         deadline = time.monotonic() + timeout
-        while waiting:
+        while waiting or until:
+            if until:
+                for tp in consumer.position([TopicPartition(topic, p) for p in until]):
+                    if tp.offset >= until[tp.partition]:
+                        del until[tp.partition]
             if time.monotonic() > deadline:
-                raise MirrorError(f"reading {topic} partitions {sorted(waiting)} did not reach "
-                                  f"their end within {timeout:.0f}s")
+                raise MirrorError(f"reading {topic} partitions {sorted(waiting | set(until))} "
+                                  f"did not reach their end within {timeout:.0f}s")
             for msg in consumer.consume(10000, 0.2):
                 err = msg.error()
                 if err is not None:
