@@ -33,9 +33,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from zkconsumer.errors import TargetError, ZkConsumerError
+from zkconsumer.errors import ConsumerError, TargetError, ZkConsumerError
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
@@ -45,6 +45,28 @@ from zkconsumer.mirror.tracker import AckTracker, Entry
 __all__ = ["Mirror", "SourceConsumer", "SourceMessage"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def poll_parked(poll: Callable[[int, float | None], T], max_messages: int, timeout: float,
+                empty: T, stats: MirrorStats) -> T:
+    """``poll(max_messages, timeout)``, where one parked source partition is not the end.
+
+    The group consumer raises a partition's error once (a corrupt message, a message above
+    ``max.fetch.size``, a misaligned or unreadable committed offset) and parks only that
+    partition, retrying it later; the others go on.  The mirror logs it, counts it and keeps
+    mirroring, as ``zkconsumer run`` does; `ConsumerError` (the consumer itself is done) still
+    ends the run.
+    """
+    try:
+        return poll(max_messages, timeout)
+    except ConsumerError:
+        raise
+    except ZkConsumerError as exc:
+        stats.add("partition_errors")
+        log.error("source partition stopped: %s", exc, extra={"event": "partition_error"})
+        return empty
 
 
 class SourceMessage(Protocol):
@@ -168,7 +190,9 @@ class Mirror:
             if room <= 0:
                 self._tracker.wait_for_room(0.1)
             else:
-                batch = self.consumer.poll_batch(min(room, cfg.poll_batch), 0.1)
+                none: Sequence[Any] = ()
+                batch = poll_parked(self.consumer.poll_batch, min(room, cfg.poll_batch), 0.1,
+                                    none, self.stats)
                 if batch:
                     with self._send_lock:
                         for message in batch:

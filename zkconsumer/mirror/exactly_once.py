@@ -60,6 +60,7 @@ from zkconsumer.mirror.checkpoints import (
     scan_beyond,
 )
 from zkconsumer.mirror.config import MirrorConfig, Partitioning
+from zkconsumer.mirror.engine import poll_parked
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
 from zkconsumer.mirror.targets import KafkaAdmin, producer_config
@@ -428,7 +429,7 @@ class ExactlyOnceMirror:
         while not self._stop.is_set():
             if self._fatal is not None:
                 raise self._fatal
-            batch = self.consumer.poll_view(cfg.poll_batch, 0.05)
+            batch = poll_parked(self.consumer.poll_view, cfg.poll_batch, 0.05, (), self.stats)
             if batch:
                 with self._lock:
                     pending += self._produce(batch)

@@ -43,6 +43,7 @@ class MirrorStats:
     transactions: int = 0  # exactly-once: committed target transactions
     log_bytes: int = 0  # exactly-once: 0.7 log bytes the committed transactions covered
     in_flight: int = 0
+    partition_errors: int = 0  # source partitions parked (corrupt data, bad offset...)
     healthy: bool = True  # False while a target failure is being retried
     started: float = field(default_factory=time.monotonic)
     per_topic: dict[str, list[int]] = field(default_factory=dict)  # topic -> [messages, bytes]

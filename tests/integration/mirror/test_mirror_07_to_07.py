@@ -91,3 +91,26 @@ def test_07_target_hash_with_key_regex_routes_like_a_scala_producer(
             key = v.split(b":")[0].decode()
             assert name == f"3-{default_partition(key, 3)}"  # Java String.hashCode routing
     assert Counter(v for vs in target.values() for v in vs) == Counter(payloads)
+
+
+def test_one_parked_source_partition_does_not_stop_the_mirror(
+        zk_connect, zk_connect_target, zk_client, dev_broker, start_mirror) -> None:
+    # An unreadable committed offset parks its partition (issue 11): the mirror reports it
+    # and mirrors every other partition, as zkconsumer run does, instead of ending the run.
+    dev_broker(num_partitions=2)  # source: 0-0 0-1
+    targets = [dev_broker(broker_id=5, zk=zk_connect_target, num_partitions=2)]
+    register_topic(targets, "feed", 2)
+    wait_until(lambda: len(read_07(zk_connect_target, "feed")) == 2, timeout=10,
+               what="target topic registered")
+    produce(zk_connect, "feed", [f"m-{i}".encode() for i in range(100)], chunk=10)
+    ends = log_ends(zk_connect, "feed")
+    zk_client.create("/consumers/mirror/offsets/feed/0-0", b"abc", makepath=True)
+    mirror = start_mirror(f"kafka07://{zk_connect_target}", topics=["feed"])
+    wait_until(lambda: zk_client.exists("/consumers/mirror/offsets/feed/0-1") and int(
+        zk_client.get("/consumers/mirror/offsets/feed/0-1")[0]) == ends["0-1"],
+               timeout=30, what="the healthy partition mirrored")
+    wait_until(lambda: mirror.mirror.stats.partition_errors >= 1, what="the parked one reported")
+    assert mirror.alive, mirror.error
+    source = read_07(zk_connect, "feed")
+    assert read_07(zk_connect_target, "feed")["5-1"] == source["0-1"]
+    mirror.stop()
