@@ -49,6 +49,27 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class _TopicAdmin(Protocol):
+    def partition_count(self, topic: str) -> int: ...
+    def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None: ...
+
+
+def target_partitions(admin: _TopicAdmin, topic: str, config: MirrorConfig,
+                      created: set[str]) -> int:
+    """The partition count of target ``topic``, creating it first (once, recorded in
+    ``created``) when ``--create-topics`` allows and it does not exist (`TargetError`)."""
+    try:
+        return admin.partition_count(topic)
+    except TargetError:
+        if not config.create_topics or topic in created:
+            raise
+    if config.partitions is None:  # MirrorConfig requires it with create_topics
+        raise TargetError(f"target topic {topic} does not exist and no partition count is set")
+    admin.create_topic(topic, config.partitions, config.replication_factor)
+    created.add(topic)
+    return admin.partition_count(topic)
+
+
 def poll_parked(poll: Callable[[int, float | None], T], max_messages: int, timeout: float,
                 empty: T, stats: MirrorStats) -> T:
     """``poll(max_messages, timeout)``, where one parked source partition is not the end.
@@ -298,16 +319,7 @@ class Mirror:
     # -- routing helpers ----------------------------------------------------------------------
 
     def _target_partitions(self, topic: str) -> int:
-        cfg = self.config
-        try:
-            return self.target.partition_count(topic)
-        except TargetError:
-            if not cfg.create_topics or topic in self._created:
-                raise
-        assert cfg.partitions is not None  # guaranteed by MirrorConfig validation
-        self.target.create_topic(topic, cfg.partitions, cfg.replication_factor)
-        self._created.add(topic)
-        return self.target.partition_count(topic)
+        return target_partitions(self.target, topic, self.config, self._created)
 
     # -- rebalance and shutdown -----------------------------------------------------------------
 

@@ -60,7 +60,7 @@ from zkconsumer.mirror.checkpoints import (
     scan_beyond,
 )
 from zkconsumer.mirror.config import MirrorConfig, Partitioning
-from zkconsumer.mirror.engine import poll_parked
+from zkconsumer.mirror.engine import poll_parked, target_partitions
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
 from zkconsumer.mirror.targets import KafkaAdmin, producer_config
@@ -250,16 +250,7 @@ class ExactlyOnceMirror:
         self._retrying("checking the checkpoint topic", ensure)
 
     def _target_partitions(self, topic: str) -> int:
-        cfg = self.config
-        try:
-            return self._admin.partition_count(topic)
-        except TargetError:
-            if not cfg.create_topics or topic in self._created:
-                raise
-        assert cfg.partitions is not None  # guaranteed by MirrorConfig validation
-        self._admin.create_topic(topic, cfg.partitions, cfg.replication_factor)
-        self._created.add(topic)
-        return self._admin.partition_count(topic)
+        return target_partitions(self._admin, topic, self.config, self._created)
 
     def _new_producer(self, lane: _Lane) -> Any:
         from confluent_kafka import Producer

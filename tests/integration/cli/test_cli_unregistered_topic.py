@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from fixtures.http import get as _get
 from fixtures.waiting import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -25,14 +24,6 @@ from zkconsumer.producer import Producer
 
 ROOT = Path(__file__).resolve().parents[3]
 
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def _gauge(port: int, name: str) -> float:

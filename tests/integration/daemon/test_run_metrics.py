@@ -10,12 +10,11 @@ import argparse
 import subprocess
 import sys
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from daemon_it_helpers import REPO, DaemonProcess, env_with_repo, produce, read_lines, values
+from fixtures.http import get as _get
 from fixtures.waiting import wait_until
 from fixtures.zookeeper import expire_session
 from kazoo.client import KazooClient
@@ -25,14 +24,6 @@ from zkconsumer.daemon import cli
 from zkconsumer.daemon.config import build_config
 from zkconsumer.daemon.runner import Daemon
 from zkconsumer.devcluster.ports import restartable_port
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def _metrics(port: int) -> dict[str, float]:

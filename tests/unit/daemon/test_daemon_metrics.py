@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import io
-import urllib.error
-import urllib.request
 
+from fixtures.http import get as _get
 from prometheus_client.parser import text_string_to_metric_families
 
 from zkconsumer.daemon.metrics import DaemonMetrics, MetricsServer, Snapshot
 from zkconsumer.daemon.progress import Progress, format_bytes
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def _values(text: str) -> dict[str, float]:

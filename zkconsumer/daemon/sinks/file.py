@@ -109,15 +109,7 @@ class FileSink(Sink):
                 if not batch:
                     return
                 data = self._encode(batch)
-            try:
-                if self._stdout is not None:
-                    self._stdout.write(data)
-                else:
-                    self._write_all(data)
-            except OSError as exc:
-                self.errors += 1
-                raise SinkError(f"cannot write to {self.path!r}: {exc}") from exc
-            self.bytes_written += len(data)
+            self._write_locked(data)
             tracker.acked(batch)
 
     def submit_columns(self, columns: Columns) -> None:
@@ -131,17 +123,20 @@ class FileSink(Sink):
             runs = [run for run in columns.runs() if not tracker.is_stale_run(run)]
             if not runs:
                 return
-            data = self._encode_runs(runs)
-            try:
-                if self._stdout is not None:
-                    self._stdout.write(data)
-                else:
-                    self._write_all(data)
-            except OSError as exc:
-                self.errors += 1
-                raise SinkError(f"cannot write to {self.path!r}: {exc}") from exc
-            self.bytes_written += len(data)
+            self._write_locked(self._encode_runs(runs))
             tracker.acked_runs(runs)
+
+    def _write_locked(self, data: bytes) -> None:
+        """Write ``data`` whole (with ``tracker.cond`` held); `SinkError` if that fails."""
+        try:
+            if self._stdout is not None:
+                self._stdout.write(data)
+            else:
+                self._write_all(data)
+        except OSError as exc:
+            self.errors += 1
+            raise SinkError(f"cannot write to {self.path!r}: {exc}") from exc
+        self.bytes_written += len(data)
 
     def _encode_runs(self, runs: list[PartitionRun]) -> bytes:
         if self._format == "raw":
