@@ -34,7 +34,13 @@ from zkconsumer.consumer.columns import Columns, PartitionRun
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.coordinator import Coordinator
 from zkconsumer.consumer.delivery import Delivery
-from zkconsumer.consumer.message import ConsumerListener, ConsumerStats, Message, MessageBatch
+from zkconsumer.consumer.message import (
+    ConsumerListener,
+    ConsumerStats,
+    Message,
+    MessageBatch,
+    PartitionState,
+)
 from zkconsumer.consumer.subscription import Subscription
 from zkconsumer.errors import ConsumerError, ConsumerTimeoutError, ZooKeeperError
 from zkconsumer.zk.paths import make_consumer_id
@@ -224,6 +230,28 @@ class GroupConsumer:
         if max_messages < 1:
             raise ConsumerError("max_messages must be >= 1")
         return self._delivery.poll_columns(max_messages, timeout)
+
+    def claimed(self) -> dict[tuple[str, str], PartitionState]:
+        """The consumer's record of every owned partition, ``{(topic, "B-P"): state}``.
+
+        For rebalance listeners that keep per-claim state of their own: ``state.claim``
+        identifies the claim (messages carry it), ``state.fetch_offset`` is where fetching
+        starts (the committed offset, at ``on_assigned``).  Read it; move it with `seek`.
+        """
+        return self._coordinator.ownership.states()
+
+    def seek(self, topic: str, partition: str, offset: int) -> None:
+        """Start a just-claimed partition at ``offset`` instead of its committed offset.
+
+        Only from ``on_assigned`` (the fetchers start after it returns): a position kept
+        elsewhere -- e.g. the exactly-once mirror's checkpoint in the target -- wins over
+        ZooKeeper's.  ``offset`` must be a message boundary.  `ConsumerError` if the
+        partition is not owned.
+        """
+        state = self._coordinator.ownership.states().get((topic, partition))
+        if state is None or not state.active:
+            raise ConsumerError(f"cannot seek {topic}/{partition}: not owned by this member")
+        state.reset_to(offset)
 
     def ack_run(self, run: PartitionRun) -> None:
         """Acknowledge every message of ``run`` and everything before it in its partition."""

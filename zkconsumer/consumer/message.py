@@ -206,6 +206,12 @@ class MessageBatch(Sequence[Message]):
             for i in range(start, end):
                 yield decoded[i][2]
 
+    def runs(self) -> list[Segment]:
+        """The batch as runs of one claim's messages: ``(state, decoded, start, end)`` with
+        ``decoded[i] = (offset, next_offset, payload)`` -- for hot loops that want neither
+        `Message` objects nor columns (``state.claim`` and ``state.key`` identify the run)."""
+        return list(self._segments)
+
     def last_per_partition(self) -> list[Message]:
         """The last message of each partition in the batch: ack these to ack everything."""
         last: dict[int, Message] = {}

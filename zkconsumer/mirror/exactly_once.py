@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from zkconsumer.consumer.message import Message
+from zkconsumer.consumer.message import Message, MessageBatch
 from zkconsumer.errors import MirrorError, TargetError, ZkConsumerError
 from zkconsumer.mirror.checkpoints import (
     HEADER_INDEX,
@@ -86,17 +86,13 @@ def _runs(batch: Any) -> list[tuple[tuple[str, str], int, Any, int, int]]:
     """A polled batch as runs of one partition's messages: ``(key, claim, decoded, start,
     end)`` with ``decoded[i] = (offset, next_offset, value)``.
 
-    `MessageBatch` (``poll_view``) keeps exactly that per chunk, so its runs are taken as they
-    are (no `Message` objects are built: the hot path).  Anything else -- a list from
-    ``poll_batch``, or a batch whose inside has changed shape -- goes through the public
-    `Message` API.
+    A `MessageBatch` (``poll_view``) gives them as they are (`MessageBatch.runs`: no
+    `Message` objects are built, the hot path); anything else -- a list from ``poll_batch``
+    -- goes through the `Message` API.
     """
-    segments = getattr(batch, "_segments", None)
-    if isinstance(segments, list) and all(
-            isinstance(seg, tuple) and len(seg) == 4 and hasattr(seg[0], "claim")
-            and isinstance(seg[1][seg[2]], tuple) for seg in segments):
+    if isinstance(batch, MessageBatch):
         return [(state.key, state.claim, decoded, start, end)
-                for state, decoded, start, end in segments]
+                for state, decoded, start, end in batch.runs()]
     runs: list[tuple[tuple[str, str], int, Any, int, int]] = []
     current: list[tuple[int, int, bytes]] = []
     for m in batch:
@@ -291,7 +287,7 @@ class ExactlyOnceMirror:
     def _assign(self, partitions: dict[str, list[str]]) -> None:
         # The consumer's own state of each claimed partition: its claim number tells stale
         # messages apart, and reset_to moves the fetch position before the fetchers start.
-        states = self.consumer._coordinator.ownership.states()
+        states = self.consumer.claimed()
         lanes = []
         for topic, names in partitions.items():
             for name in names:
@@ -361,7 +357,7 @@ class ExactlyOnceMirror:
                             lane.topic, lane.partition, len(lane.already))
             lane.filtering = cp.skip > 0 or bool(lane.already)
             if cp.offset >= 0 and cp.offset != zk:
-                lane.state.reset_to(cp.offset)
+                self.consumer.seek(lane.topic, lane.partition, cp.offset)
             lane.producer.begin_transaction()
             log.info("%s/%s: resuming at 0.7 offset %d (skip %d) under transactional.id %s",
                      lane.topic, lane.partition, cp.offset, cp.skip,

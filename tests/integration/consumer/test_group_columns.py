@@ -81,3 +81,28 @@ def test_last_per_partition_acks_a_whole_poll(
         assert sum(1 for _ in cols.messages()) == len(cols)
     member.commit()
     assert offsets(zk_client, GROUP, "t") == last_next
+
+
+def test_seek_from_on_assigned_starts_the_claim_there(
+        dev_broker: Any, zk_client: KazooClient,
+        make_consumer: Callable[..., GroupConsumer]) -> None:
+    # a position kept outside ZooKeeper (the exactly-once mirror's checkpoint) wins: seek in
+    # on_assigned, before the fetchers start
+    b = dev_broker(num_partitions=1)
+    produce_to(b, "t", 0, [b"a", b"b", b"c"])
+    wait_until(lambda: zk_client.exists("/brokers/topics/t/0"), what="topic")
+    member = make_consumer(Subscription(topics={"t": 1}), start=False)
+
+    class Seeker:
+        claims: list[int] = []
+
+        def on_assigned(self, partitions: dict[str, list[str]]) -> None:
+            state = member.claimed()[("t", "0-0")]
+            self.claims.append(state.claim)
+            member.seek("t", "0-0", 2 * (4 + 6 + 1))  # past a and b (1-byte payloads)
+
+    seeker = Seeker()
+    member.add_listener(seeker)
+    member.start()
+    (m,) = member.poll_batch(10, timeout=5.0)
+    assert m.value == b"c" and m.claim == seeker.claims[0]
