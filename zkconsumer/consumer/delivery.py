@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -105,8 +106,7 @@ class Chunk:
 
 
 def _columns_of(messages: Decoded) -> ColumnBatch:
-    from array import array
-
+    """Columns of a tuples-decoded chunk (a `poll_columns` after per-message polls)."""
     ends = array("q", [0])
     total = 0
     for m in messages:
