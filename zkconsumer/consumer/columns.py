@@ -63,6 +63,16 @@ class PartitionRun:
     def __len__(self) -> int:
         return self._end - self._start
 
+    def slice(self, start: int, end: int | None = None) -> PartitionRun:
+        """Messages ``start..end-1`` of this run (indices relative to it) as a run of their
+        own: the same views, same claim.  A sink that acknowledges part of a run (an exec
+        child's ``ack N``) acknowledges such a slice.  ``start < end <= len(self)``."""
+        n = self._end - self._start
+        stop = n if end is None else end
+        if not 0 <= start < stop <= n:
+            raise IndexError(f"slice {start}:{stop} of a run of {n} messages")
+        return PartitionRun(self._state, self._batch, self._start + start, self._start + stop)
+
     @property
     def offsets(self) -> memoryview:
         """int64 byte offsets of the messages (the shallow entry holding each)."""

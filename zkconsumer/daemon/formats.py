@@ -28,8 +28,11 @@ import binascii
 import json
 import re
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain, repeat
 from typing import Protocol
+
+from zkconsumer.consumer import PartitionRun
 
 __all__ = [
     "EXEC_FORMATS",
@@ -66,7 +69,17 @@ class MessageLike(Protocol):
     def claim(self) -> int: ...
 
 
-BatchEncoder = Callable[[Sequence[MessageLike]], bytes]
+class BatchEncoder(Protocol):
+    """A format's encoder: the same bytes from `Message`-like objects or from whole runs."""
+
+    def __call__(self, batch: Sequence[MessageLike]) -> bytes:
+        """Encode messages (the per-message path)."""
+        ...
+
+    def runs(self, runs: Sequence[PartitionRun]) -> bytes:
+        """Encode runs of the consumer's batch path, without an object per message."""
+        ...
+
 
 _LEN = struct.Struct(">i")  # int32 BE length prefix of the binary format
 # JSON strings may hold raw UTF-8, but '"', '\' and C0 controls must be escaped.
@@ -74,70 +87,102 @@ _NEEDS_ESCAPE = re.compile(rb'["\\\x00-\x1f]')
 _b64 = binascii.b2a_base64
 
 
-def _encode_raw(batch: Sequence[MessageLike]) -> bytes:
-    return b"".join([m.value for m in batch])
+class _Raw:
+    def __call__(self, batch: Sequence[MessageLike]) -> bytes:
+        return b"".join([m.value for m in batch])
+
+    def runs(self, runs: Sequence[PartitionRun]) -> bytes:
+        return b"".join([run.payload_view() for run in runs])
 
 
-def _encode_lines(batch: Sequence[MessageLike]) -> bytes:
-    if not batch:
-        return b""
-    return b"\n".join([m.value for m in batch]) + b"\n"
+class _Lines:
+    def __call__(self, batch: Sequence[MessageLike]) -> bytes:
+        return self._join([m.value for m in batch])
+
+    def runs(self, runs: Sequence[PartitionRun]) -> bytes:
+        values: list[bytes] = []
+        for run in runs:
+            values.extend(run.values())
+        return self._join(values)
+
+    @staticmethod
+    def _join(values: list[bytes]) -> bytes:
+        return b"\n".join(values) + b"\n" if values else b""
 
 
-def _encode_binary(batch: Sequence[MessageLike]) -> bytes:
-    parts: list[bytes] = []
-    append = parts.append
-    pack = _LEN.pack
-    for m in batch:
-        v = m.value
-        append(pack(len(v)))
-        append(v)
-    return b"".join(parts)
+class _Binary:
+    def __call__(self, batch: Sequence[MessageLike]) -> bytes:
+        return self._frame([m.value for m in batch])
+
+    def runs(self, runs: Sequence[PartitionRun]) -> bytes:
+        values: list[bytes] = []
+        for run in runs:
+            values.extend(run.values())
+        return self._frame(values)
+
+    @staticmethod
+    def _frame(values: Iterable[bytes]) -> bytes:
+        parts: list[bytes] = []
+        append = parts.append
+        pack = _LEN.pack
+        for v in values:
+            append(pack(len(v)))
+            append(v)
+        return b"".join(parts)
 
 
-class _JsonlEncoder:
-    """jsonl with a cached per-partition prefix, so a message costs one %-format."""
+class _Jsonl:
+    """jsonl with a cached per-partition prefix, so a message costs one %-format.
+
+    Both paths feed one loop with ``(prefix, offset, next_offset, value)`` rows: messages
+    look their prefix up each, a run once for all of its rows.
+    """
 
     def __init__(self, value_encoding: str) -> None:
         self._base64 = value_encoding == "base64"
         self._prefixes: dict[tuple[str, int, int], bytes] = {}
 
-    def _prefix(self, m: MessageLike) -> bytes:
-        key = (m.topic, m.broker_id, m.partition_id)
+    def _prefix(self, topic: str, broker_id: int, partition_id: int) -> bytes:
+        key = (topic, broker_id, partition_id)
         prefix = self._prefixes.get(key)
         if prefix is None:
-            topic = json.dumps(m.topic)
-            text = f'{{"topic":{topic},"partition":"{m.broker_id}-{m.partition_id}","offset":'
-            prefix = text.encode()
-            self._prefixes[key] = prefix
+            text = (f'{{"topic":{json.dumps(topic)},"partition":"{broker_id}-{partition_id}",'
+                    '"offset":')
+            prefix = self._prefixes[key] = text.encode()
         return prefix
 
     def __call__(self, batch: Sequence[MessageLike]) -> bytes:
+        prefix = self._prefix
+        return self._encode((prefix(m.topic, m.broker_id, m.partition_id), m.offset,
+                             m.next_offset, m.value) for m in batch)
+
+    def runs(self, runs: Sequence[PartitionRun]) -> bytes:
+        return self._encode(chain.from_iterable(
+            zip(repeat(self._prefix(run.topic, run.broker_id, run.partition_id)),
+                run.offsets, run.next_offsets, run.values()) for run in runs))
+
+    def _encode(self, rows: Iterable[tuple[bytes, int, int, bytes]]) -> bytes:
         parts: list[bytes] = []
         append = parts.append
-        prefixes = self._prefixes
-        needs_escape = _NEEDS_ESCAPE.search
         if self._base64:
-            for m in batch:
-                prefix = prefixes.get((m.topic, m.broker_id, m.partition_id)) or self._prefix(m)
+            for prefix, offset, next_offset, v in rows:
                 append(b'%s%d,"next_offset":%d,"value":"%s"}\n' % (
-                    prefix, m.offset, m.next_offset, _b64(m.value, newline=False)))
+                    prefix, offset, next_offset, _b64(v, newline=False)))
             return b"".join(parts)
-        for m in batch:
-            prefix = prefixes.get((m.topic, m.broker_id, m.partition_id)) or self._prefix(m)
-            v = m.value
+        needs_escape = _NEEDS_ESCAPE.search
+        for prefix, offset, next_offset, v in rows:
             if v.isascii() and needs_escape(v) is None:
                 append(b'%s%d,"next_offset":%d,"value":"%s"}\n' % (
-                    prefix, m.offset, m.next_offset, v))
+                    prefix, offset, next_offset, v))
                 continue
             try:
                 text = json.dumps(v.decode("utf-8"), ensure_ascii=False).encode("utf-8")
             except UnicodeDecodeError:
                 append(b'%s%d,"next_offset":%d,"value_base64":"%s"}\n' % (
-                    prefix, m.offset, m.next_offset, _b64(v, newline=False)))
+                    prefix, offset, next_offset, _b64(v, newline=False)))
                 continue
             append(b'%s%d,"next_offset":%d,"value":%s}\n' % (
-                prefix, m.offset, m.next_offset, text))
+                prefix, offset, next_offset, text))
         return b"".join(parts)
 
 
@@ -150,11 +195,11 @@ def encoder_for(fmt: str, value_encoding: str = "utf-8") -> BatchEncoder:
     if value_encoding not in VALUE_ENCODINGS:
         raise ValueError(f"unknown value encoding {value_encoding!r}")
     if fmt == "raw":
-        return _encode_raw
+        return _Raw()
     if fmt == "lines":
-        return _encode_lines
+        return _Lines()
     if fmt == "binary":
-        return _encode_binary
+        return _Binary()
     if fmt == "jsonl":
-        return _JsonlEncoder(value_encoding)
+        return _Jsonl(value_encoding)
     raise ValueError(f"unknown format {fmt!r}")

@@ -11,8 +11,12 @@ import pytest
 from daemon_unit_helpers import make_messages, python_command
 from fixtures.waiting import wait_until
 
+from zkconsumer.consumer import Columns
+from zkconsumer.consumer.message import PartitionState
 from zkconsumer.daemon.sinks.exec import ExecSink, ProtocolViolation, parse_acks
 from zkconsumer.daemon.tracker import AckTracker
+from zkconsumer.protocol import encode_message_set
+from zkconsumer.protocol.batch import decode_batch
 
 # Acknowledges every line with "ok" after recording it (argv[1]).
 ACK_EACH = """
@@ -293,3 +297,109 @@ def test_torn_last_ack_line_of_a_crashed_child_does_not_count(tmp_path: Path) ->
         assert sink.tracker.take() == [batch[-1]]
     finally:
         sink.close(2.0)
+
+
+# -- the batch path (`submit_columns`): runs are written and tracked without a Message each --
+
+
+def _columns(runs: dict[int, list[bytes]]) -> Columns:
+    """One poll's `Columns`: a run per partition (a fresh claim each), in dict order."""
+    segments = []
+    for partition, values in runs.items():
+        state = PartitionState("t", 0, partition, "t-thread-0", 0, 0, 1024)
+        batch = decode_batch(encode_message_set(values), 0)
+        segments.append((state, batch, 0, len(batch)))
+    return Columns(segments)
+
+
+def _last_offsets(cols: Columns) -> dict[int, int]:
+    return {run.partition_id: run.next_offset for run in cols.runs()}
+
+
+def test_columns_crashed_child_gets_the_rest_of_a_run_again(tmp_path: Path) -> None:
+    # child 0 acknowledges a0..a2 (3 of partition 0's 5: the ack ends inside a run), reads
+    # up to b0 and dies; child 1 must get a3, a4 (the run's rest) and b0..b4, in order.
+    sink, rec = _sink(tmp_path, CRASH_ONCE)
+    sink.start()
+    try:
+        cols = _columns({0: [b"a%d" % i for i in range(5)], 1: [b"b%d" % i for i in range(5)]})
+        sink.submit_columns(cols)
+        wait_until(lambda: sink.tracker.acked_messages == 10, what="all acked after restart")
+        assert sink.restarts == 1 and sink.redelivered == 7
+        lines = rec.read_bytes().splitlines()
+        second = [line.split(b" ")[1] for line in lines if line.startswith(b"1 ")]
+        assert second == [b"a3", b"a4"] + [b"b%d" % i for i in range(5)]
+        taken = {m.partition_id: m.next_offset for m in sink.tracker.take()}
+        assert taken == _last_offsets(cols)
+    finally:
+        sink.close(2.0)
+
+
+def test_columns_partial_ack_moves_the_offset_to_the_acknowledged_message(
+        tmp_path: Path) -> None:
+    # Only CRASH_ONCE's first child runs (the restart backoff outlasts the test): its 3 "ok"s
+    # leave the tracker at the run's 3rd message, not at the run's end.
+    sink, _ = _sink(tmp_path, CRASH_ONCE, backoff=30.0)  # no restart within the test
+    sink.start()
+    try:
+        cols = _columns({0: [b"a%d" % i for i in range(8)]})
+        sink.submit_columns(cols)
+        wait_until(lambda: sink.errors == 1, what="child 0 died")
+        assert sink.tracker.acked_messages == 3 and sink.inflight() == 5
+        (acked,) = sink.tracker.take()
+        run = cols.runs()[0]
+        assert (acked.value, acked.next_offset) == (b"a2", run.next_offsets[2])
+    finally:
+        sink.close(0.5)
+
+
+def test_columns_revoked_runs_are_neither_written_nor_redelivered(tmp_path: Path) -> None:
+    sink, rec = _sink(tmp_path, CRASH_ONCE, backoff=0.3)  # revoke lands before the restart
+    sink.start()
+    try:
+        stale = _columns({2: [b"s0", b"s1"]})
+        sink.tracker.revoke([("t", 0, 2)])
+        sink.submit_columns(stale)  # polled before the rebalance: dropped whole
+        assert sink.inflight() == 0
+        cols = _columns({0: [b"a%d" % i for i in range(4)], 1: [b"b%d" % i for i in range(4)]})
+        sink.submit_columns(cols)   # child 0 acks a0..a2, reads up to b1, dies
+        sink.tracker.revoke([("t", 0, 1)])   # partition 1 moved away meanwhile
+        wait_until(lambda: sink.inflight() == 0, what="remaining acks")
+        lines = rec.read_bytes().splitlines()
+        assert not [line for line in lines if b" s" in line]
+        second = [line.split(b" ")[1] for line in lines if line.startswith(b"1 ")]
+        assert second == [b"a3"]
+        taken = {m.partition_id: m.next_offset for m in sink.tracker.take()}
+        assert taken == {0: _last_offsets(cols)[0]}
+    finally:
+        sink.close(2.0)
+
+
+@pytest.mark.parametrize("fmt", ["lines", "jsonl", "binary"])
+def test_columns_and_messages_feed_the_child_the_same_bytes(tmp_path: Path, fmt: str) -> None:
+    cols = _columns({0: [b"x", b'q"uote', b"\xff"], 3: [b"", b"y"]})
+    streams = []
+    for path in ("columns", "messages"):
+        sub = tmp_path / path
+        sub.mkdir()
+        sink, rec = _sink(sub, NEVER_ACK.replace("pass", "open(sys.argv[1], 'ab').write(line)")
+                          if fmt != "binary" else RECORD_ALL, fmt)
+        sink.start()
+        try:
+            if path == "columns":
+                sink.submit_columns(cols)
+            else:
+                sink.submit(list(cols.messages()))
+        finally:
+            sink.close(1.0)
+        streams.append(rec.read_bytes())
+    assert streams[0] == streams[1] and streams[0]
+
+
+# Records its stdin byte for byte, acknowledges nothing.
+RECORD_ALL = """
+    import os, sys
+    with open(sys.argv[1], "ab") as rec:
+        for chunk in iter(lambda: os.read(0, 65536), b""):
+            rec.write(chunk)
+"""

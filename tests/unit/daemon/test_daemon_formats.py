@@ -11,8 +11,11 @@ from daemon_unit_helpers import make_messages
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.consumer.message import Message
+from zkconsumer.consumer import PartitionRun
+from zkconsumer.consumer.message import Message, PartitionState
 from zkconsumer.daemon.formats import FORMATS, encoder_for
+from zkconsumer.protocol import encode_message_set
+from zkconsumer.protocol.batch import decode_batch
 
 
 def test_raw_and_lines() -> None:
@@ -78,3 +81,28 @@ def test_batch_output_splits_anywhere(values: list[bytes], cut: int, fmt: str,
     batch = [Message("t", 1, 2, 10 * i, 10 * i + 10, v) for i, v in enumerate(values)]
     encode = encoder_for(fmt, enc)
     assert encode(batch) == encode(batch[:cut]) + encode(batch[cut:])
+
+
+@given(values=st.lists(st.binary(max_size=40), min_size=1, max_size=20), cut=st.integers(1, 20),
+       fmt=st.sampled_from(FORMATS), enc=st.sampled_from(["utf-8", "base64"]))
+def test_runs_encode_like_their_messages_and_split_anywhere(values: list[bytes], cut: int,
+                                                            fmt: str, enc: str) -> None:
+    """The batch path's bytes are the per-message path's, for whole runs and for slices
+    (an exec child restarted inside a run gets the run's rest)."""
+    state = PartitionState("t", 1, 2, "t-thread-0", 0, 0, 1024)
+    run = PartitionRun(state, decode_batch(encode_message_set(values), 0), 0, len(values))
+    encode = encoder_for(fmt, enc)
+    whole = encode.runs([run])
+    assert whole == encode(list(run.messages()))
+    if cut < len(values):
+        assert whole == encode.runs([run.slice(0, cut)]) + encode.runs([run.slice(cut)])
+
+
+def test_run_slices_are_checked() -> None:
+    state = PartitionState("t", 0, 0, "t-thread-0", 0, 0, 1024)
+    run = PartitionRun(state, decode_batch(encode_message_set([b"a", b"b"]), 0), 0, 2)
+    assert [m.value for m in run.slice(1).messages()] == [b"b"]
+    assert run.slice(0, 1).next_offset == run.next_offsets[0]
+    for bad in ((0, 0), (1, 3), (-1, 1), (2, None)):
+        with pytest.raises(IndexError):
+            run.slice(*bad)

@@ -32,8 +32,9 @@ The exec protocol (also in docs/operations.md):
 
 Invariants: the daemon never has more than ``--max-in-flight`` unacknowledged messages written
 (the main loop stops polling, which is the backpressure); ``_batches`` lists, in write order,
-exactly the messages written to the *current* child and not yet acknowledged, so an ``ack N``
-maps to the next N entries; messages of partitions revoked by a rebalance stay in ``_batches``
+exactly the messages written to the *current* child and not yet acknowledged (as message lists
+or, from the batch path, as runs of a partition: `_Sent`), so an ``ack N`` maps to the next N
+entries; messages of partitions revoked by a rebalance stay in ``_batches``
 (acknowledgements must still line up) but their acknowledgements are ignored (`AckTracker`)
 and they are not written again to a new child.
 """
@@ -51,7 +52,8 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
-from zkconsumer.daemon.formats import MessageLike, encoder_for
+from zkconsumer.consumer import Columns, PartitionRun
+from zkconsumer.daemon.formats import BatchEncoder, MessageLike, encoder_for
 from zkconsumer.daemon.sinks.base import Sink
 from zkconsumer.daemon.tracker import AckTracker
 from zkconsumer.errors import SinkError
@@ -92,14 +94,45 @@ def parse_acks(lines: Sequence[bytes]) -> int:
 
 
 class _Sent:
-    """Messages of one submitted batch written to the current child; ``start`` = acked."""
+    """What one submit wrote to the current child, not yet acknowledged: ``items[start:]``.
 
-    __slots__ = ("messages", "seq", "start")
+    ``items`` is a list of messages (`ExecSink.submit`) or one `PartitionRun` of the batch
+    path (`ExecSink.submit_columns`, which writes and tracks whole runs without a `Message`
+    per message); ``seq`` numbers the submit call (`ExecSink.drain`).
+    """
 
-    def __init__(self, messages: list[MessageLike], seq: int) -> None:
-        self.messages = messages
+    __slots__ = ("items", "seq", "start")
+
+    def __init__(self, items: list[MessageLike] | PartitionRun, seq: int) -> None:
+        self.items = items
         self.seq = seq
         self.start = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def ack(self, tracker: AckTracker, end: int) -> None:
+        """Acknowledge ``items[start:end]`` (with ``tracker.cond`` held)."""
+        items = self.items
+        if isinstance(items, PartitionRun):
+            tracker.acked_runs([items.slice(self.start, end)])
+        else:
+            tracker.acked(items[self.start:end])
+        self.start = end
+
+    def rest(self, tracker: AckTracker) -> _Sent | None:
+        """The unacknowledged, still current remainder, for a new child (None: nothing)."""
+        items = self.items
+        if isinstance(items, PartitionRun):
+            if self.start == len(items) or tracker.is_stale_run(items):
+                return None
+            return _Sent(items.slice(self.start), self.seq)
+        messages = list(tracker.current(items[self.start:]))
+        return _Sent(messages, self.seq) if messages else None
+
+    def encode(self, encoder: BatchEncoder) -> bytes:
+        items = self.items
+        return encoder.runs([items]) if isinstance(items, PartitionRun) else encoder(items)
 
 
 class _Child:
@@ -170,14 +203,27 @@ class ExecSink(Sink):
             messages = list(self.tracker.current(batch))
             if not messages:
                 return
-            sent = _Sent(messages, self._seq)
+            self._batches.append(_Sent(messages, self._seq))
             self._seq += 1
-            self._batches.append(sent)
             self._unacked += len(messages)
             child = self._child
             if child is not None:
                 child.queue.put(self._encode(messages))
             # else: the supervisor writes it to the next child with the rest.
+
+    def submit_columns(self, columns: Columns) -> None:
+        """The batch path: whole runs are checked, encoded and tracked, no `Message` per
+        message (an ``ack N`` acknowledges a slice of a run)."""
+        with self.tracker.cond:
+            runs = [run for run in columns.runs() if not self.tracker.is_stale_run(run)]
+            if not runs:
+                return
+            self._batches.extend(_Sent(run, self._seq) for run in runs)
+            self._seq += 1
+            self._unacked += sum(len(run) for run in runs)
+            child = self._child
+            if child is not None:
+                child.queue.put(self._encode.runs(runs))
 
     def inflight(self) -> int:
         return self._unacked
@@ -224,13 +270,10 @@ class ExecSink(Sink):
         env["ZKCONSUMER_FORMAT"] = self.format
         env["ZKCONSUMER_RESTARTS"] = str(self._children)
         with tracker.cond:
-            keep: deque[_Sent] = deque()
-            for old in self._batches:
-                messages = list(tracker.current(old.messages[old.start:]))
-                if messages:
-                    keep.append(_Sent(messages, old.seq))
+            keep = deque(rest for rest in (old.rest(tracker) for old in self._batches)
+                         if rest is not None)
             self._batches = keep
-            self._unacked = sum(len(s.messages) for s in keep)
+            self._unacked = sum(len(sent) for sent in keep)
             try:
                 proc = subprocess.Popen(["/bin/sh", "-c", self.command], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, env=env, start_new_session=True)
@@ -239,7 +282,7 @@ class ExecSink(Sink):
             child = _Child(proc, self._children)
             self._children += 1
             for sent in keep:
-                child.queue.put(self._encode(sent.messages))
+                child.queue.put(sent.encode(self._encode))
             if self._children > 1:
                 self.redelivered += self._unacked
             self._child = child
@@ -377,11 +420,10 @@ class ExecSink(Sink):
             batches = self._batches
             while n:
                 sent = batches[0]
-                end = min(sent.start + n, len(sent.messages))
-                tracker.acked(sent.messages[sent.start:end])
+                end = min(sent.start + n, len(sent))
                 n -= end - sent.start
-                sent.start = end
-                if end == len(sent.messages):
+                sent.ack(tracker, end)
+                if end == len(sent):
                     batches.popleft()
             tracker.cond.notify_all()
 

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from zkconsumer.consumer import Columns, PartitionRun
+from zkconsumer.consumer import Columns
 from zkconsumer.daemon.formats import MessageLike, encoder_for
 from zkconsumer.daemon.sinks.base import Sink
 from zkconsumer.daemon.tracker import AckTracker
@@ -50,7 +50,6 @@ class FileSink(Sink):
         super().__init__(tracker)
         self.path = path
         self._encode = encoder_for(fmt, value_encoding)
-        self._format = fmt
         self._delimited = fmt in ("lines", "jsonl")  # records end in a newline
         self._fd: int | None = None
         self._stdout: BinaryIO | None = None
@@ -113,17 +112,14 @@ class FileSink(Sink):
             tracker.acked(batch)
 
     def submit_columns(self, columns: Columns) -> None:
-        """The batch path: whole runs are checked, encoded, written and acknowledged.
-
-        ``raw`` and ``lines`` are encoded from the runs' payload buffers without a `Message`
-        per message; other formats go through their per-message encoder.
-        """
+        """The batch path: whole runs are checked, encoded, written and acknowledged,
+        without a `Message` per message."""
         tracker = self.tracker
         with tracker.cond:
             runs = [run for run in columns.runs() if not tracker.is_stale_run(run)]
             if not runs:
                 return
-            self._write_locked(self._encode_runs(runs))
+            self._write_locked(self._encode.runs(runs))
             tracker.acked_runs(runs)
 
     def _write_locked(self, data: bytes) -> None:
@@ -137,16 +133,6 @@ class FileSink(Sink):
             self.errors += 1
             raise SinkError(f"cannot write to {self.path!r}: {exc}") from exc
         self.bytes_written += len(data)
-
-    def _encode_runs(self, runs: list[PartitionRun]) -> bytes:
-        if self._format == "raw":
-            return b"".join([run.payload_view() for run in runs])
-        if self._format == "lines":
-            parts: list[bytes] = []
-            for run in runs:
-                parts.extend(run.values())
-            return b"\n".join(parts) + b"\n"
-        return self._encode([m for run in runs for m in run.messages()])
 
     def _write_all(self, data: bytes) -> None:
         fd = self._fd
