@@ -14,7 +14,9 @@ Every case runs on both decoder paths (``compiled``: the ``_speedups`` extension
 built; ``pure``: the reference), switched in-process.  Each line is
 ``fetch <kind> <codec> <size> <path>: N msg/s (M MB/s, C CPU s/M msg)`` with MB = 10**6
 payload bytes; the rate is messages over the total time of all passes (not a best-of), and
-C is the CPU seconds *this process* (the consumer) spent per million messages.  The broker is
+C is the CPU seconds *this process* (the consumer) spent per million messages.  Uncompressed
+100 B lines end with the figure Scala 0.7.2's SimpleConsumer reached on this machine, as the
+reference (issue 14).  The broker is
 a subprocess (``python -m zkconsumer broker``) unless ``--in-process``, so its ``sendfile``
 work does not share this process's GIL and is not in C.
 """
@@ -36,6 +38,10 @@ from zkconsumer.protocol import Compression, ProduceRequest, accel, encode_messa
 HELP = "SimpleConsumer fetch-loop throughput on one partition (none/gzip/snappy x 100B/1KiB)"
 
 SIZES = {"100B": 100, "1KiB": 1024}
+
+#: Scala 0.7.2's SimpleConsumer on this machine against a real 0.7.2 broker, one partition,
+#: uncompressed 100 B messages (issue 14): printed beside our figures as the reference.
+SCALA_REFERENCE = {("none", "100B"): "4.6 M msg/s"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -143,9 +149,11 @@ def main(args: argparse.Namespace) -> int:
                             with decoder_path(path):
                                 rate, cpu = run_case(consumer, topic, expected, kind,
                                                      args.seconds)
+                            scala = SCALA_REFERENCE.get((codec_name, label))
                             print(f"fetch {kind} {codec_name} {label} {path}: {rate:.0f} msg/s "
-                                  f"({rate * size / 1e6:.1f} MB/s, {cpu * 1e6:.3f} CPU s/M msg)",
-                                  flush=True)
+                                  f"({rate * size / 1e6:.1f} MB/s, {cpu * 1e6:.3f} CPU s/M msg)"
+                                  + (f"  [Scala 0.7.2 SimpleConsumer: {scala}]" if scala
+                                     else ""), flush=True)
             consumer.close()
         finally:
             broker.stop()

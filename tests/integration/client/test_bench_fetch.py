@@ -11,7 +11,8 @@ from zkconsumer.cli import main
 from zkconsumer.protocol import accel, active_decoder
 
 LINE = re.compile(r"fetch (batches|columns|messages) (none|gzip) 100B (compiled|pure): (\d+) msg/s "
-                  r"\((\d+\.\d) MB/s, (\d+\.\d{3}) CPU s/M msg\)")
+                  r"\((\d+\.\d) MB/s, (\d+\.\d{3}) CPU s/M msg\)"
+                  r"(  \[Scala 0\.7\.2 SimpleConsumer: 4\.6 M msg/s\])?")
 
 
 def test_bench_fetch_prints_every_case_on_both_paths(capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,4 +30,6 @@ def test_bench_fetch_prints_every_case_on_both_paths(capsys: pytest.CaptureFixtu
     for line in cases:
         m = LINE.fullmatch(line)
         assert m and int(m.group(4)) > 0, line
+        # the Scala reference stands beside the uncompressed 100 B figures only
+        assert bool(m.group(7)) == (m.group(2) == "none"), line
     assert active_decoder() == before
