@@ -3,22 +3,33 @@
 Starts its own ZooKeeper and two dev brokers (`DevCluster`, subprocess brokers so they do not
 share the consumer's GIL) in a temporary directory, then runs two kinds of case:
 
-* ``consume <size> socket.buffersize=<n>`` -- one `GroupConsumer` member over 8 partitions
-  (4 per broker) that were preloaded with ``--messages`` messages of 100 B / 1 KiB, once with
-  0.7's default receive buffer (64 KiB) and once with 1 MiB; timed from the end of
-  ``start()`` until the last message was handed out and looked at, through
-  `GroupConsumer.poll_view` (``messages``: CRC-checked deep decode, one `Message` object per
-  message, auto-ack) and through `GroupConsumer.poll_columns` (``columns``: the batch path,
-  runs of decoded columns, no object per message).  Figure: msg/s, MB/s of payload
-  (MB = 10**6 bytes) and the process's CPU seconds per million messages; the line names the
-  decoder (compiled or pure, `zkconsumer.protocol.DECODER`).
+* ``consume`` -- one `GroupConsumer` member over 8 partitions (4 per broker).  For each codec
+  (none / gzip / snappy) and payload size (100 B / 1 KiB) one topic is preloaded ONCE with
+  ``--messages`` messages (1 KiB: 3/4 of that) of text-like payloads (compressed topics: one
+  wrapper per ``--wrap`` messages, 0.7's ``batch.size``), plus one uncompressed ``end``
+  message per partition.  Every case then reads that topic from the start with a fresh group
+  (``autooffset.reset=smallest``): once per ``socket.buffersize`` (0.7's default 64 KiB and
+  1 MiB), per API -- `GroupConsumer.poll_view` (``messages``: CRC-checked deep decode, one
+  `Message` object per message, auto-ack) and `GroupConsumer.poll_columns` (``columns``: the
+  batch path, runs of decoded columns, no object per message) -- and per decoder path
+  (``compiled``: the ``_speedups`` extension when it is built; ``pure``: the reference),
+  switched in-process with `decoder_path` (the fetcher threads look the decoder up at every
+  decode).  Timed from the end of ``start()`` until the last message was handed out and
+  looked at::
+
+      group consume columns 1 member 8 partitions 100B none socket.buffersize=1048576 compiled: 6,145,446 msg/s (614.5 MB/s, 0.16 CPU s/M msg)
+
+  MB/s counts payload bytes (MB = 10**6 bytes); the last figure is this process's CPU
+  seconds (every thread: fetchers and the polling loop) per million messages.
 * ``rebalance <N> members`` -- N-1 members share 64 partitions (32 per broker, one message
   each; every member drains its messages on a thread, as an application would); then
   member N joins.  Timed from the last member's ``start()`` call
   until every partition is owned by the member the assignment gives it, and fetched by it
-  (its first fetch answered).  Also reports failed rebalances (must be 0).
+  (its first fetch answered).  Also reports failed rebalances (must be 0).  These run on the
+  default decoder.
 
-Each case prints one line ending with the figure.
+Each case prints one line ending with the figure; lines starting with ``#`` are comments
+(the default decoder and why; a compiled path that is not built is left out).
 """
 
 from __future__ import annotations
@@ -28,26 +39,38 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
+from zkconsumer.bench.codec import decoder_path
+from zkconsumer.bench.produce import _payloads
 from zkconsumer.client.connection import BrokerConnection
 from zkconsumer.client.produce import produce
+from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer import ConsumerConfig, GroupConsumer, Subscription, assign
 from zkconsumer.devcluster.cluster import DevCluster
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.protocol import DECODER, encode_message_set
+from zkconsumer.protocol import Compression, accel, encode_message_set
 
 HELP = "consumer group: one member's throughput over 8 partitions; rebalance time of N members"
 
 SIZES = {"100B": 100, "1KiB": 1024}
 APIS = ("messages", "columns")
+CODECS = ("none", "gzip", "snappy")
+PATHS = ("compiled", "pure")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--messages", type=int, default=400_000,
-                        help="messages per throughput case (default 400000; 1KiB uses 3/4)")
+                        help="messages per throughput topic (default 400000; 1KiB uses 3/4)")
     parser.add_argument("--size", action="append", choices=list(SIZES),
                         help="only this payload size (repeatable)")
+    parser.add_argument("--codec", action="append", choices=list(CODECS),
+                        help="only this codec (repeatable; default: all)")
+    parser.add_argument("--path", action="append", choices=list(PATHS),
+                        help="only this decoder path (repeatable; default: both)")
+    parser.add_argument("--wrap", type=int, default=200,
+                        help="messages per compressed wrapper (default 200, 0.7's batch.size)")
     parser.add_argument("--members", default="2,4,8,16",
                         help="member counts of the rebalance cases (default 2,4,8,16)")
     parser.add_argument("--partitions", type=int, default=64,
@@ -66,6 +89,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="consume API (repeatable; default both): messages = poll_view, "
                              "one Message per message; columns = poll_columns, the batch "
                              "path")
+    parser.epilog = ("examples:\n  zkconsumer bench group --skip-rebalance --codec none "
+                     "--path compiled\n"
+                     "  zkconsumer bench group --skip-consume --members 2,4\n\n"
+                     "exit status: 0 done, 1 error, 2 usage")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def _wait(pred: Callable[[], bool], timeout: float, what: str) -> None:
@@ -76,22 +104,45 @@ def _wait(pred: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.002)
 
 
-def _preload(cluster: DevCluster, topic: str, per_broker: int, size: int, total: int) -> None:
-    payload_set = [bytes([65 + i % 26]) * size for i in range(1000)]
+def _preload(cluster: DevCluster, topic: str, per_broker: int, size: int, total: int,
+             codec: Compression = Compression.NONE, wrap: int = 200) -> int:
+    """Write ``total // partitions`` messages of ``size`` bytes to every partition of
+    ``topic`` (compressed: one wrapper per ``wrap`` messages), then one uncompressed ``end``
+    message each; return the number of messages written."""
+    payloads = _payloads(size)
     n_parts = per_broker * len(cluster.brokers)
     per_part = total // n_parts
+    per_request = 1000 if size <= 100 else 500
+    unit = wrap if codec != Compression.NONE else per_request
+    # whole sets cut from the payload pool, cycled; a partition's last set may be shorter
+    pool = [encode_message_set(payloads[i:i + unit], compression=codec)
+            for i in range(0, len(payloads) - unit + 1, unit)]
+    sets = [pool[i % len(pool)] for i in range(per_part // unit)]
+    if per_part % unit:
+        sets.append(encode_message_set(payloads[:per_part % unit], compression=codec))
+    step = max(1, per_request // unit)  # sets per produce request
+    requests = [b"".join(sets[i:i + step]) for i in range(0, len(sets), step)]
+    end_marker = encode_message_set([b"end"])
+    log_end = sum(len(data) for data in requests) + len(end_marker)
     for broker in cluster.brokers:
         host, _, port = broker.address.rpartition(":")
         with BrokerConnection(host, int(port)) as conn:
             for p in range(per_broker):
-                left = per_part
-                while left > 0:
-                    n = min(left, 1000 if size <= 100 else 500)
-                    produce(conn, topic, p, encode_message_set(payload_set[:n]), confirm=False)
-                    left -= n
+                for data in requests:
+                    produce(conn, topic, p, data, confirm=False)
             # one confirmed produce per partition: everything before it was appended
             for p in range(per_broker):
-                produce(conn, topic, p, encode_message_set([b"end"]), confirm=True)
+                produce(conn, topic, p, end_marker, confirm=True)
+        # until the broker's flush shows it all: else the first case would start on a
+        # partial log and wait out the fetcher's backoff
+        with SimpleConsumer(host, int(port)) as reader:
+            _wait(partial(_flushed, reader, topic, per_broker, log_end), 30,
+                  f"{topic} to be flushed")
+    return (per_part + 1) * n_parts
+
+
+def _flushed(reader: SimpleConsumer, topic: str, partitions: int, log_end: int) -> bool:
+    return all(reader.latest_offset(topic, p) >= log_end for p in range(partitions))
 
 
 def _config(cluster: DevCluster, group: str, **kw: object) -> ConsumerConfig:
@@ -102,43 +153,50 @@ def _config(cluster: DevCluster, group: str, **kw: object) -> ConsumerConfig:
     return ConsumerConfig(**values)  # type: ignore[arg-type]
 
 
-def consume_case(cluster: DevCluster, label: str, size: int, messages: int,
-                 fetch_size: int = 1048576, socket_buffer: int = 65536,
-                 api: str = "messages") -> str:
-    topic = f"bench-{label}-{socket_buffer}-{api}"
-    _preload(cluster, topic, 4, size, messages)
-    total = (messages // 8) * 8 + 8  # + one "end" marker per partition
-    consumer = GroupConsumer(_config(cluster, f"bench-consume-{topic}", fetch_size=fetch_size,
-                                     socket_buffersize=socket_buffer),
-                             Subscription(topics={topic: 1}))
-    _wait(lambda: len(cluster_topics(cluster, topic)) == 2, 30, "topic registration")
-    consumer.start()
+def consume_case(cluster: DevCluster, topic: str, total: int, fetch_size: int = 1048576,
+                 socket_buffer: int = 65536, api: str = "messages",
+                 path: str = "compiled") -> tuple[float, float, float]:
+    """Read all ``total`` messages of ``topic`` with a fresh one-member group on decoder
+    ``path``: (msg/s, payload MB/s, CPU seconds per million messages)."""
+    group = f"bench-consume-{topic}-{socket_buffer}-{api}-{path}"
     got = 0
     payload = 0
-    started = time.perf_counter()
-    cpu = time.process_time()
-    try:
-        while got < total:
-            if api == "columns":  # the batch path: runs of columns, nothing per message
-                cols = consumer.poll_columns(100_000, timeout=10.0)
-                if not cols:
+    with decoder_path(path):  # fetcher threads decode on it: it is read at every call
+        consumer = GroupConsumer(_config(cluster, group, fetch_size=fetch_size,
+                                         socket_buffersize=socket_buffer),
+                                 Subscription(topics={topic: 1}))
+        consumer.start()
+        started = time.perf_counter()
+        cpu = time.process_time()
+        try:
+            while got < total:
+                if api == "columns":  # the batch path: runs of columns, nothing per message
+                    cols = consumer.poll_columns(100_000, timeout=10.0)
+                    if not cols:
+                        raise ZkConsumerError(f"bench: stalled after {got} of {total} "
+                                              f"messages")
+                    payload += cols.payload_bytes
+                    got += len(cols)
+                    continue
+                batch = consumer.poll_view(100_000, timeout=10.0)
+                if not batch:
                     raise ZkConsumerError(f"bench: stalled after {got} of {total} messages")
-                payload += cols.payload_bytes
-                got += len(cols)
-                continue
-            batch = consumer.poll_view(100_000, timeout=10.0)
-            if not batch:
-                raise ZkConsumerError(f"bench: stalled after {got} of {total} messages")
-            for m in batch:  # every message becomes a Message and is looked at
-                payload += len(m.value)
-            got += len(batch)
-        elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu
-    finally:
-        consumer.close()
-    return (f"group consume {api} 1 member 8 partitions {label} "
-            f"socket.buffersize={socket_buffer} {DECODER}: {got / elapsed:,.0f} msg/s "
-            f"({payload / elapsed / 1e6:,.1f} MB/s, {cpu / got * 1e6:.2f} CPU s/M msg)")
+                for m in batch:  # every message becomes a Message and is looked at
+                    payload += len(m.value)
+                got += len(batch)
+            elapsed = time.perf_counter() - started
+            cpu = time.process_time() - cpu
+        finally:
+            consumer.close()
+    if got != total:
+        raise ZkConsumerError(f"bench: read {got} messages from {topic}, expected {total}")
+    return got / elapsed, payload / elapsed / 1e6, cpu / got * 1e6
+
+
+def _wait_registered(cluster: DevCluster, topic: str) -> None:
+    """Until every broker has registered ``topic`` in ZooKeeper (members see its partitions)."""
+    _wait(lambda: len(cluster_topics(cluster, topic)) == len(cluster.brokers), 30,
+          f"registration of {topic}")
 
 
 def cluster_topics(cluster: DevCluster, topic: str) -> list[str]:
@@ -156,7 +214,7 @@ def rebalance_case(cluster: DevCluster, n: int, partitions: int, backoff_ms: int
         with BrokerConnection(host, int(port)) as conn:
             for p in range(per_broker):
                 produce(conn, topic, p, encode_message_set([b"x"]), confirm=True)
-    _wait(lambda: len(cluster_topics(cluster, topic)) == len(cluster.brokers), 30, "topic")
+    _wait_registered(cluster, topic)
     group = f"bench-rb-{n}"
     members: list[GroupConsumer] = []
     stop = threading.Event()
@@ -219,7 +277,11 @@ def _settle(members: list[GroupConsumer], parts: list[str], timeout: float) -> N
 
 def main(args: argparse.Namespace) -> int:
     sizes = args.size or list(SIZES)
+    codecs = args.codec or list(CODECS)
+    paths = [p for p in (args.path or list(PATHS))
+             if p == "pure" or accel.speedups is not None]
     counts = [int(x) for x in args.members.split(",") if x.strip()]
+    buffers = [int(x) for x in args.socket_buffer.split(",") if x.strip()]
     per_broker = max(1, args.partitions // 2)
     with tempfile.TemporaryDirectory(prefix="zkc-bench-group-") as tmp, \
             DevCluster(Path(tmp), brokers=2, num_partitions=4,
@@ -227,13 +289,24 @@ def main(args: argparse.Namespace) -> int:
                        flush_interval=10000, flush_interval_ms=50,
                        flush_scheduler_interval_ms=50) as cluster:
         if not args.skip_consume:
-            for label in sizes:
-                size = SIZES[label]
-                n = args.messages if size <= 100 else args.messages * 3 // 4
-                for buf in (int(x) for x in args.socket_buffer.split(",") if x.strip()):
-                    for api in args.api or list(APIS):
-                        print(consume_case(cluster, label, size, n, args.fetch_size, buf,
-                                           api), flush=True)
+            print(f"# decoder: {accel.IMPLEMENTATION} by default; {accel.REASON}", flush=True)
+            for codec_name in codecs:
+                codec = Compression[codec_name.upper()]
+                for label in sizes:
+                    size = SIZES[label]
+                    n = args.messages if size <= 100 else args.messages * 3 // 4
+                    topic = f"bench-{codec_name}-{label}"
+                    total = _preload(cluster, topic, 4, size, n, codec, args.wrap)
+                    _wait_registered(cluster, topic)
+                    for buf in buffers:
+                        for api in args.api or list(APIS):
+                            for path in paths:
+                                rate, mbps, cpu = consume_case(cluster, topic, total,
+                                                               args.fetch_size, buf, api, path)
+                                print(f"group consume {api} 1 member 8 partitions {label} "
+                                      f"{codec_name} socket.buffersize={buf} {path}: "
+                                      f"{rate:,.0f} msg/s ({mbps:,.1f} MB/s, "
+                                      f"{cpu:.2f} CPU s/M msg)", flush=True)
         if not args.skip_rebalance:
             for n in counts:
                 print(rebalance_case(cluster, n, per_broker * 2, args.backoff_ms),
