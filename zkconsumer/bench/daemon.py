@@ -53,6 +53,8 @@ SINKS = ("file", "exec")
 CODECS = ("none", "gzip", "snappy")
 PATHS = ("compiled", "pure")
 PARTITIONS = 4
+#: How often a case looks whether the sink has everything (seconds).
+_POLL = 0.005
 
 _CHILD = """
 import os, sys, time
@@ -222,7 +224,7 @@ def _run_case(cluster: DevCluster, workdir: Path, sink: str, size: int, topic: s
                 first_s, end_s, _ = done.read_text().split()
                 first, finished = float(first_s), float(end_s)
                 break
-            time.sleep(0.005)
+            time.sleep(_POLL)
         cpu = _cpu_seconds(proc.pid)  # before terminating: shutdown is not part of the case
         if _compiled_loaded(proc.pid) != (path == "compiled"):
             raise ZkConsumerError(f"case {case}: zkconsumer run did not run the {path} "
@@ -236,7 +238,9 @@ def _run_case(cluster: DevCluster, workdir: Path, sink: str, size: int, topic: s
         log.close()
         if out.exists():
             out.unlink()
-    return Figure(finished - started, finished - (first or started), cpu)
+    # a case shorter than one poll may see its first and last message at once: the steady
+    # window is then known only to be under one poll interval (and must not be 0)
+    return Figure(finished - started, max(finished - (first or started), _POLL), cpu)
 
 
 def main(args: argparse.Namespace) -> int:
