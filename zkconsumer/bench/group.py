@@ -28,7 +28,10 @@ share the consumer's GIL) in a temporary directory, then runs two kinds of case:
   (its first fetch answered).  Also reports failed rebalances (must be 0).  These run on the
   default decoder.
 
-Each case prints one line ending with the figure; lines starting with ``#`` are comments
+Uncompressed consume lines end with what Scala 0.7.2's ``ZookeeperConsumerConnector`` reached
+on this machine in the same shape (one stream over 8 partitions on real 0.7.2 brokers), as the
+reference (issue 14).  Each case prints one line ending with the figure; lines starting with
+``#`` are comments
 (the default decoder and why; a compiled path that is not built is left out).
 """
 
@@ -58,6 +61,10 @@ SIZES = {"100B": 100, "1KiB": 1024}
 APIS = ("messages", "columns")
 CODECS = ("none", "gzip", "snappy")
 PATHS = ("compiled", "pure")
+
+#: Scala 0.7.2's ZookeeperConsumerConnector on this machine against real 0.7.2 brokers, one
+#: member, one stream over 8 partitions, uncompressed (issue 14): printed beside our figures.
+SCALA_REFERENCE = {("none", "100B"): "4.3 M msg/s", ("none", "1KiB"): "~840 MB/s"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -303,10 +310,13 @@ def main(args: argparse.Namespace) -> int:
                             for path in paths:
                                 rate, mbps, cpu = consume_case(cluster, topic, total,
                                                                args.fetch_size, buf, api, path)
+                                scala = SCALA_REFERENCE.get((codec_name, label))
                                 print(f"group consume {api} 1 member 8 partitions {label} "
                                       f"{codec_name} socket.buffersize={buf} {path}: "
                                       f"{rate:,.0f} msg/s ({mbps:,.1f} MB/s, "
-                                      f"{cpu:.2f} CPU s/M msg)", flush=True)
+                                      f"{cpu:.2f} CPU s/M msg)"
+                                      + (f"  [Scala 0.7.2 consumer: {scala}]" if scala else ""),
+                                      flush=True)
         if not args.skip_rebalance:
             for n in counts:
                 print(rebalance_case(cluster, n, per_broker * 2, args.backoff_ms),

@@ -26,7 +26,7 @@ PATHS = ["compiled", "pure"] if accel.speedups is not None else ["pure"]
 GROUP_LINE = re.compile(
     r"group consume (messages|columns) 1 member 8 partitions 100B (none|gzip|snappy) "
     r"socket\.buffersize=65536 (compiled|pure): ([\d,]+) msg/s \(([\d,]+\.\d) MB/s, "
-    r"(\d+\.\d\d) CPU s/M msg\)")
+    r"(\d+\.\d\d) CPU s/M msg\)(  \[Scala 0\.7\.2 consumer: 4\.3 M msg/s\])?")
 DAEMON_LINE = re.compile(
     r"(file lines|exec jsonl) 100B (none|gzip|snappy) (compiled|pure): (\d+) msg/s "
     r"\((\d+\.\d) MB/s, (\d+\.\d{3}) CPU s/M msg\) \[steady \d+ msg/s after \d+\.\d\ds "
@@ -85,6 +85,7 @@ def test_bench_group_consumes_every_codec_on_both_paths(
         m = GROUP_LINE.fullmatch(line)
         assert m, line
         assert int(m.group(4).replace(",", "")) > 0 and float(m.group(6)) > 0, line
+        assert bool(m.group(7)) == (m.group(2) == "none"), line  # the Scala reference
     # the fetcher threads decoded on the path each case names: the compiled walk was called
     # during compiled cases only (pure cases never reached the extension)
     if counting is not None:
