@@ -14,7 +14,9 @@ share the consumer's GIL) in a temporary directory, then runs two kinds of case:
   batch path, runs of decoded columns, no object per message) -- and per decoder path
   (``compiled``: the ``_speedups`` extension when it is built; ``pure``: the reference),
   switched in-process with `decoder_path` (the fetcher threads look the decoder up at every
-  decode).  Timed from the end of ``start()`` until the last message was handed out and
+  decode).  `Message`'s compiled base (``_speedups.Record``) is chosen at import, so a
+  ``pure`` line still builds messages with it; ``ZKCONSUMER_PURE=1 zkconsumer bench group``
+  runs everything pure (and has no compiled line).  Timed from the end of ``start()`` until the last message was handed out and
   looked at::
 
       group consume columns 1 member 8 partitions 100B none socket.buffersize=1048576 compiled: 6,145,446 msg/s (614.5 MB/s, 0.16 CPU s/M msg)
@@ -297,6 +299,10 @@ def main(args: argparse.Namespace) -> int:
                        flush_scheduler_interval_ms=50) as cluster:
         if not args.skip_consume:
             print(f"# decoder: {accel.IMPLEMENTATION} by default; {accel.REASON}", flush=True)
+            if accel.speedups is not None and "pure" in paths:
+                print("# pure = the pure decoder, switched in this process; Message objects "
+                      "still come from the compiled base (ZKCONSUMER_PURE=1 makes all pure)",
+                      flush=True)
             for codec_name in codecs:
                 codec = Compression[codec_name.upper()]
                 for label in sizes:

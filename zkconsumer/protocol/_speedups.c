@@ -24,6 +24,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -31,7 +32,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#define API_VERSION 2
+#define API_VERSION 3
 #define MAX_NESTING 4
 
 static PyObject *InvalidMessageSizeError;
@@ -697,6 +698,87 @@ static PyObject *py_validate(PyObject *self, PyObject *args)
     return Py_BuildValue("(Lnnn)", (long long)valid, s.shallow, s.deep, s.largest);
 }
 
+/*
+ * Record: the compiled base of zkconsumer.consumer.Message (the consumer's per-message
+ * object).  Why: with the batch decoded, building one Message per message through a Python
+ * __init__ is most of what the per-message API costs; a C constructor takes a fraction.
+ *
+ * Invariants: the seven fields are set once by tp_new and read-only afterwards (a Message
+ * is a value); they hold the topic (str), ints, the payload (bytes) and the partition's
+ * state object, which never refers back to messages -- so a Record cannot be part of a
+ * reference cycle and is not tracked by the cyclic GC (allocating one costs no GC work).
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *topic;
+    PyObject *broker_id;
+    PyObject *partition_id;
+    PyObject *offset;
+    PyObject *next_offset;
+    PyObject *value;
+    PyObject *state;
+} Record;
+
+static PyObject *record_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"topic", "broker_id", "partition_id", "offset", "next_offset",
+                             "value", "state", NULL};
+    PyObject *f[7] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None};
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (kwds == NULL && (n == 6 || n == 7)) {  /* the hot path: positional */
+        for (Py_ssize_t i = 0; i < n; i++)
+            f[i] = PyTuple_GET_ITEM(args, i);
+    } else if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO|O:Message", kwlist, &f[0],
+                                            &f[1], &f[2], &f[3], &f[4], &f[5], &f[6])) {
+        return NULL;
+    }
+    Record *self = (Record *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    PyObject **slot = &self->topic;
+    for (int i = 0; i < 7; i++) {
+        Py_INCREF(f[i]);
+        slot[i] = f[i];
+    }
+    return (PyObject *)self;
+}
+
+static void record_dealloc(Record *self)
+{
+    /* a heap subclass (Message) is decref'd by its own subtype_dealloc, not here */
+    Py_XDECREF(self->topic);
+    Py_XDECREF(self->broker_id);
+    Py_XDECREF(self->partition_id);
+    Py_XDECREF(self->offset);
+    Py_XDECREF(self->next_offset);
+    Py_XDECREF(self->value);
+    Py_XDECREF(self->state);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef record_members[] = {
+    {"topic", T_OBJECT_EX, offsetof(Record, topic), READONLY, NULL},
+    {"broker_id", T_OBJECT_EX, offsetof(Record, broker_id), READONLY, NULL},
+    {"partition_id", T_OBJECT_EX, offsetof(Record, partition_id), READONLY, NULL},
+    {"offset", T_OBJECT_EX, offsetof(Record, offset), READONLY, NULL},
+    {"next_offset", T_OBJECT_EX, offsetof(Record, next_offset), READONLY, NULL},
+    {"value", T_OBJECT_EX, offsetof(Record, value), READONLY, NULL},
+    {"_state", T_OBJECT_EX, offsetof(Record, state), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject RecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zkconsumer.protocol._speedups.Record",
+    .tp_basicsize = sizeof(Record),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Record(topic, broker_id, partition_id, offset, next_offset, value, state=None):\n"
+              "the compiled base of zkconsumer.consumer.Message (read-only fields).",
+    .tp_new = record_new,
+    .tp_dealloc = (destructor)record_dealloc,
+    .tp_members = record_members,
+};
+
 static PyMethodDef methods[] = {
     {"validate", py_validate, METH_VARARGS, validate_doc},
     {"crc32", py_crc32, METH_O,
@@ -742,9 +824,17 @@ PyMODINIT_FUNC PyInit__speedups(void)
     if (!InvalidMessageSizeError || !UnknownMagicError || !CorruptMessageError ||
         !CompressionError)
         return NULL;
+    if (PyType_Ready(&RecordType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
+    Py_INCREF(&RecordType);
+    if (PyModule_AddObject(m, "Record", (PyObject *)&RecordType) < 0) {
+        Py_DECREF(&RecordType);
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyModule_AddIntConstant(m, "API_VERSION", API_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "MAX_NESTING", MAX_NESTING) < 0 ||
         PyModule_AddStringConstant(m, "CRC32", use_clmul_name()) < 0) {

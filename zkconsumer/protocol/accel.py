@@ -23,7 +23,7 @@ from types import ModuleType
 __all__ = ["API_VERSION", "IMPLEMENTATION", "REASON", "active_decoder", "load"]
 
 #: The extension interface this Python code expects (``_speedups.API_VERSION``).
-API_VERSION = 2
+API_VERSION = 3
 
 
 def load() -> tuple[ModuleType | None, str]:
