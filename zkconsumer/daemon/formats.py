@@ -95,33 +95,29 @@ class _Raw:
         return b"".join([run.payload_view() for run in runs])
 
 
-class _Lines:
+class _ValuesEncoder:
+    """A format that depends on the payloads only: both paths gather them, one encodes."""
+
     def __call__(self, batch: Sequence[MessageLike]) -> bytes:
-        return self._join([m.value for m in batch])
+        return self.encode_values([m.value for m in batch])
 
     def runs(self, runs: Sequence[PartitionRun]) -> bytes:
         values: list[bytes] = []
         for run in runs:
             values.extend(run.values())
-        return self._join(values)
+        return self.encode_values(values)
 
-    @staticmethod
-    def _join(values: list[bytes]) -> bytes:
+    def encode_values(self, values: list[bytes]) -> bytes:
+        raise NotImplementedError
+
+
+class _Lines(_ValuesEncoder):
+    def encode_values(self, values: list[bytes]) -> bytes:
         return b"\n".join(values) + b"\n" if values else b""
 
 
-class _Binary:
-    def __call__(self, batch: Sequence[MessageLike]) -> bytes:
-        return self._frame([m.value for m in batch])
-
-    def runs(self, runs: Sequence[PartitionRun]) -> bytes:
-        values: list[bytes] = []
-        for run in runs:
-            values.extend(run.values())
-        return self._frame(values)
-
-    @staticmethod
-    def _frame(values: Iterable[bytes]) -> bytes:
+class _Binary(_ValuesEncoder):
+    def encode_values(self, values: list[bytes]) -> bytes:
         parts: list[bytes] = []
         append = parts.append
         pack = _LEN.pack
