@@ -87,6 +87,21 @@ def test_unreachable_upstream_closes_the_client(tcp_proxy: Callable[[int], TcpPr
         assert conn.recv(10) == b""
 
 
+def test_close_stops_listening_and_accepting(echo_port: int) -> None:
+    # a thread blocked in accept() is not woken by close() alone on Linux, and the socket
+    # kept listening (and accepting) after close(): the port must be free once close returns
+    proxy = TcpProxy(echo_port).start()
+    port = proxy.port
+    conn, echoed = _roundtrip(port, b"x")
+    assert echoed == b"x"
+    proxy.close()
+    assert not [t for t in threading.enumerate() if t.name == f"proxy-accept-{port}"]
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    assert conn.recv(10) == b""  # live connections were dropped too
+    conn.close()
+
+
 def test_zookeeper_client_keeps_its_session_across_drop_all(
         tcp_proxy: Callable[[int], TcpProxy], zk_server: Any, zk_chroot: str) -> None:
     proxy = tcp_proxy(zk_server.port)

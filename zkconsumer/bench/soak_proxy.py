@@ -62,6 +62,7 @@ class TcpProxy:
         self.connect_timeout = connect_timeout
         self._requested_port = port
         self._listener: socket.socket | None = None
+        self._acceptor: threading.Thread | None = None
         self._port = 0
         self._pairs: set[_Pair] = set()
         self._lock = threading.Lock()
@@ -88,8 +89,9 @@ class TcpProxy:
         listener.listen(64)
         self._listener = listener
         self._port = int(listener.getsockname()[1])
-        threading.Thread(target=self._accept_loop, name=f"proxy-accept-{self.port}",
-                         daemon=True).start()
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True,
+                                          name=f"proxy-accept-{self.port}")
+        self._acceptor.start()
         return self
 
     def live_connections(self) -> int:
@@ -118,11 +120,19 @@ class TcpProxy:
         self._flowing.set()
 
     def close(self) -> None:
+        """Stop accepting (the listening port is free once this returns) and drop every
+        connection."""
         self._stopped.set()
         self._flowing.set()
         if self._listener is not None:
+            # close() alone does not wake a thread blocked in accept() on Linux, and the
+            # socket stays listening until that call returns: shut it down first
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 self._listener.close()
+        if self._acceptor is not None and self._acceptor is not threading.current_thread():
+            self._acceptor.join(5.0)
         self.drop_all()
 
     def __enter__(self) -> TcpProxy:
