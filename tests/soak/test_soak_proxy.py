@@ -32,9 +32,12 @@ def echo_port() -> Iterator[int]:
                 return
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
-    threading.Thread(target=accept, daemon=True).start()
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
     yield server.getsockname()[1]
+    server.shutdown(socket.SHUT_RDWR)  # close() alone leaves accept() blocked (Linux)
     server.close()
+    acceptor.join(5.0)
 
 
 def _roundtrip(port: int, data: bytes) -> tuple[socket.socket, bytes]:
