@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import threading
 import time
-from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -101,20 +100,8 @@ class Chunk:
     def as_columns(self) -> ColumnBatch:
         """The columns form (built from tuples for chunks decoded that way)."""
         if self.columns is None:
-            self.columns = _columns_of(self.messages)
+            self.columns = ColumnBatch.from_messages(self.messages)
         return self.columns
-
-
-def _columns_of(messages: Decoded) -> ColumnBatch:
-    """Columns of a tuples-decoded chunk (a `poll_columns` after per-message polls)."""
-    ends = array("q", [0])
-    total = 0
-    for m in messages:
-        total += len(m[2])
-        ends.append(total)
-    return ColumnBatch(array("q", [m[0] for m in messages]),
-                       array("q", [m[1] for m in messages]), ends,
-                       b"".join(m[2] for m in messages), 0, 0)
 
 
 class Delivery:

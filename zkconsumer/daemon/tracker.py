@@ -61,8 +61,9 @@ class AckTracker:
         #: Acknowledgements dropped because their claim was revoked meanwhile.
         self.abandoned_acks = 0
 
-    def is_stale(self, m: MessageLike) -> bool:
-        """True if ``m`` was handed out under a claim revoked since (call with `cond`)."""
+    def is_stale(self, m: MessageLike | PartitionRun) -> bool:
+        """True if ``m`` -- a message, or a run of one claim's messages -- was handed out
+        under a claim revoked since (call with `cond`)."""
         return m.claim <= self._revoked_upto.get((m.topic, m.broker_id, m.partition_id), -1)
 
     def current(self, messages: Sequence[MessageLike]) -> Sequence[MessageLike]:
@@ -91,17 +92,16 @@ class AckTracker:
                 kept.append(m)
         return messages if kept is None else kept
 
-    def is_stale_run(self, run: PartitionRun) -> bool:
-        """`is_stale` for a whole run of one partition's messages (one claim)."""
-        return run.claim <= self._revoked_upto.get(
-            (run.topic, run.broker_id, run.partition_id), -1)
+    def current_runs(self, runs: Iterable[PartitionRun]) -> list[PartitionRun]:
+        """`current` for runs of the batch path: the runs whose claim was not revoked."""
+        return [run for run in runs if not self.is_stale(run)]
 
     def acked_runs(self, runs: Sequence[PartitionRun]) -> None:
         """`acked` for runs of messages (the batch path): one entry per run, not per
         message.  Call with `cond` held; stale runs are dropped."""
         n = 0
         for run in runs:
-            if self.is_stale_run(run):
+            if self.is_stale(run):
                 self.abandoned_acks += len(run)
                 continue
             self._acked[(run.topic, run.broker_id, run.partition_id)] = run.last_message()

@@ -22,6 +22,7 @@ Invariants
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 
 from zkconsumer.errors import DecodeError, LocalProtocolError
 from zkconsumer.protocol import messageset
@@ -47,6 +48,18 @@ class MessageBatch:
         self.valid_bytes = valid_bytes
         #: ``len(buffer)``.
         self.size = size
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[tuple[int, int, bytes]], valid_bytes: int = 0,
+                      size: int = 0) -> MessageBatch:
+        """Columns of ``(offset, next_offset, payload)`` tuples (the inverse of `messages`)."""
+        value_offsets = array("q", [0])
+        total = 0
+        for _, _, payload in messages:
+            total += len(payload)
+            value_offsets.append(total)
+        return cls(array("q", [m[0] for m in messages]), array("q", [m[1] for m in messages]),
+                   value_offsets, b"".join(m[2] for m in messages), valid_bytes, size)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -106,15 +119,7 @@ def decode_batch(buf: Buffer, base_offset: int = 0, *,
                             len(data))
     decoded = messageset.decode_message_set_pure(data, base_offset, max_inflated=max_inflated,
                                                  deep=deep)
-    value_offsets = array("q", [0])
-    total = 0
-    for _, _, payload in decoded.messages:
-        total += len(payload)
-        value_offsets.append(total)
-    return MessageBatch(array("q", [m[0] for m in decoded.messages]),
-                        array("q", [m[1] for m in decoded.messages]), value_offsets,
-                        b"".join(m[2] for m in decoded.messages), decoded.valid_bytes,
-                        len(data))
+    return MessageBatch.from_messages(decoded.messages, decoded.valid_bytes, len(data))
 
 
 def decode_batch_valid_prefix(buf: Buffer, base_offset: int = 0, *,

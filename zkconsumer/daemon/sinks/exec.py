@@ -124,7 +124,7 @@ class _Sent:
         """The unacknowledged, still current remainder, for a new child (None: nothing)."""
         items = self.items
         if isinstance(items, PartitionRun):
-            if self.start == len(items) or tracker.is_stale_run(items):
+            if self.start == len(items) or tracker.is_stale(items):
                 return None
             return _Sent(items.slice(self.start), self.seq)
         messages = list(tracker.current(items[self.start:]))
@@ -215,7 +215,7 @@ class ExecSink(Sink):
         """The batch path: whole runs are checked, encoded and tracked, no `Message` per
         message (an ``ack N`` acknowledges a slice of a run)."""
         with self.tracker.cond:
-            runs = [run for run in columns.runs() if not self.tracker.is_stale_run(run)]
+            runs = self.tracker.current_runs(columns.runs())
             if not runs:
                 return
             self._batches.extend(_Sent(run, self._seq) for run in runs)

@@ -116,7 +116,7 @@ class FileSink(Sink):
         without a `Message` per message."""
         tracker = self.tracker
         with tracker.cond:
-            runs = [run for run in columns.runs() if not tracker.is_stale_run(run)]
+            runs = tracker.current_runs(columns.runs())
             if not runs:
                 return
             self._write_locked(self._encode.runs(runs))
