@@ -45,6 +45,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -311,8 +312,6 @@ class ExactlyOnceMirror:
                  partitions)
 
     def _claim(self, lanes: list[_Lane]) -> None:
-        from confluent_kafka import TopicPartition
-
         for lane in lanes:  # fence first: the zombie's open transaction is aborted now
             lane.producer = self._retrying(
                 f"initialising transactions for {lane.topic}/{lane.partition}",
@@ -320,48 +319,60 @@ class ExactlyOnceMirror:
         keys = {checkpoint_key(self.group, lane.topic, lane.partition): lane for lane in lanes}
         found = self._retrying("reading checkpoints", lambda: read_checkpoints(
             self.bootstrap, self.config.checkpoint_topic, keys))
-        for key, lane in keys.items():
-            if self.config.partitioning is Partitioning.PRESERVE:
-                lane.fixed = self._router.route(lane.topic, lane.partition, b"").partition
-            cp = found.get(key)
-            zk = lane.state.fetch_offset
-            if cp is not None and cp.offset >= 0 and zk is not None and zk > cp.offset:
-                log.warning("%s/%s: ZooKeeper offset %d is ahead of the target's checkpoint %d "
-                            "(an at-least-once run?); resuming from ZooKeeper",
-                            lane.topic, lane.partition, zk, cp.offset)
-                cp = Checkpoint(zk, 0, lane.target_topic, cp.positions)
-            if cp is None:
-                def watermarks(lane: _Lane = lane) -> dict[int, int]:
-                    from zkconsumer.mirror.reader import _consumer
+        # each lane's claim (checkpoint, scan of the target, fencing done above) waits on the
+        # target for seconds; done one after the other they kept the group's other members
+        # waiting past their rebalance retries, so the lanes are claimed side by side
+        with ThreadPoolExecutor(max_workers=min(8, len(keys)),
+                                thread_name_prefix="mirror-claim") as pool:
+            for done in [pool.submit(self._claim_lane, key, lane, found)
+                         for key, lane in keys.items()]:
+                done.result()
 
-                    c = _consumer(self.bootstrap, "read_committed", None)
-                    try:
-                        return {p: int(c.get_watermark_offsets(
-                            TopicPartition(lane.target_topic, p), timeout=10)[1])
-                            for p in range(lane.n_target)}
-                    finally:
-                        c.close()
+    def _claim_lane(self, key: bytes, lane: _Lane, found: dict[bytes, Checkpoint]) -> None:
+        """Resume one lane from its checkpoint in the target (see `_claim`)."""
+        from confluent_kafka import TopicPartition
 
-                positions = self._retrying("reading target watermarks", watermarks)
-                cp = Checkpoint(-1 if zk is None else zk, 0, lane.target_topic, positions)
-                self._write_marker(lane, key, cp)
-            lane.resume = (cp.offset, cp.skip)
-            lane.positions = dict(cp.positions)
-            lane.base = dict(cp.positions)
-            lane.already = self._retrying("scanning the target", partial(
-                scan_beyond, self.bootstrap, lane.target_topic, lane.base, lane.source,
-                lane.resume))
-            if lane.already:
-                log.warning("%s/%s: %d records past the checkpoint are visible on the target "
-                            "(a broker that shows aborted transactions); not writing them again",
-                            lane.topic, lane.partition, len(lane.already))
-            lane.filtering = cp.skip > 0 or bool(lane.already)
-            if cp.offset >= 0 and cp.offset != zk:
-                self.consumer.seek(lane.topic, lane.partition, cp.offset)
-            lane.producer.begin_transaction()
-            log.info("%s/%s: resuming at 0.7 offset %d (skip %d) under transactional.id %s",
-                     lane.topic, lane.partition, cp.offset, cp.skip,
-                     transactional_id(self.group, lane.topic, lane.partition))
+        if self.config.partitioning is Partitioning.PRESERVE:
+            lane.fixed = self._router.route(lane.topic, lane.partition, b"").partition
+        cp = found.get(key)
+        zk = lane.state.fetch_offset
+        if cp is not None and cp.offset >= 0 and zk is not None and zk > cp.offset:
+            log.warning("%s/%s: ZooKeeper offset %d is ahead of the target's checkpoint %d "
+                        "(an at-least-once run?); resuming from ZooKeeper",
+                        lane.topic, lane.partition, zk, cp.offset)
+            cp = Checkpoint(zk, 0, lane.target_topic, cp.positions)
+        if cp is None:
+            def watermarks(lane: _Lane = lane) -> dict[int, int]:
+                from zkconsumer.mirror.reader import _consumer
+
+                c = _consumer(self.bootstrap, "read_committed", None)
+                try:
+                    return {p: int(c.get_watermark_offsets(
+                        TopicPartition(lane.target_topic, p), timeout=10)[1])
+                        for p in range(lane.n_target)}
+                finally:
+                    c.close()
+
+            positions = self._retrying("reading target watermarks", watermarks)
+            cp = Checkpoint(-1 if zk is None else zk, 0, lane.target_topic, positions)
+            self._write_marker(lane, key, cp)
+        lane.resume = (cp.offset, cp.skip)
+        lane.positions = dict(cp.positions)
+        lane.base = dict(cp.positions)
+        lane.already = self._retrying("scanning the target", partial(
+            scan_beyond, self.bootstrap, lane.target_topic, lane.base, lane.source,
+            lane.resume))
+        if lane.already:
+            log.warning("%s/%s: %d records past the checkpoint are visible on the target "
+                        "(a broker that shows aborted transactions); not writing them again",
+                        lane.topic, lane.partition, len(lane.already))
+        lane.filtering = cp.skip > 0 or bool(lane.already)
+        if cp.offset >= 0 and cp.offset != zk:
+            self.consumer.seek(lane.topic, lane.partition, cp.offset)
+        lane.producer.begin_transaction()
+        log.info("%s/%s: resuming at 0.7 offset %d (skip %d) under transactional.id %s",
+                 lane.topic, lane.partition, cp.offset, cp.skip,
+                 transactional_id(self.group, lane.topic, lane.partition))
 
     def _write_marker(self, lane: _Lane, key: bytes, cp: Checkpoint) -> None:
         """The claim marker: a checkpoint before any data, so a scan has a start."""
