@@ -34,7 +34,6 @@ import contextlib
 import itertools
 import logging
 import os
-import re
 import struct
 import threading
 import time
@@ -45,29 +44,21 @@ from typing import NamedTuple
 
 from zkconsumer.errors import BrokerStartupError, DecodeError, OffsetOutOfRangeError
 from zkconsumer.protocol.constants import EARLIEST_TIME, LATEST_TIME
+from zkconsumer.protocol.logformat import SEGMENT_SUFFIX, parse_segment_name, segment_name
 from zkconsumer.protocol.message import read_shallow
 
 __all__ = [
-    "FILE_SUFFIX",
     "FetchRegion",
     "LogSettings",
     "PartitionLog",
     "Segment",
     "recover_file",
-    "segment_name",
 ]
 
 log = logging.getLogger(__name__)
 
-FILE_SUFFIX = ".kafka"
-_SEGMENT_NAME = re.compile(r"([0-9]+)\.kafka")
 _INT32 = struct.Struct(">i")
 _RECOVERY_CHUNK = 8 * 1024 * 1024
-
-
-def segment_name(start: int) -> str:
-    """Log.nameFromOffset: 20-digit zero-padded start offset + ``.kafka``."""
-    return f"{start:020d}{FILE_SUFFIX}"
 
 
 def _start_of(segment: Segment) -> int:
@@ -190,10 +181,10 @@ class PartitionLog:
     def _load(self, recover: bool) -> tuple[Segment, ...]:
         found: list[tuple[int, Path]] = []
         for entry in self.dir.iterdir():
-            m = _SEGMENT_NAME.fullmatch(entry.name)
-            if entry.is_file() and m:
-                found.append((int(m.group(1)), entry))
-            elif entry.name.endswith(FILE_SUFFIX):
+            start = parse_segment_name(entry.name)
+            if entry.is_file() and start is not None:
+                found.append((start, entry))
+            elif entry.name.endswith(SEGMENT_SUFFIX):
                 log.warning("ignoring %s: not a segment name", entry)
         if not found:
             path = self.dir / segment_name(0)

@@ -30,8 +30,9 @@ from pathlib import Path
 
 from zkconsumer.broker.config import BrokerConfig
 from zkconsumer.broker.log import LogSettings, PartitionLog, Segment
-from zkconsumer.broker.topics import log_dir_name, parse_log_dir_name, validate_topic_name
+from zkconsumer.broker.topics import validate_topic_name
 from zkconsumer.errors import BrokerStartupError, WrongPartitionError
+from zkconsumer.protocol.logformat import parse_partition_dir, partition_dir
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -79,11 +80,11 @@ class LogManager:
                 if entry.name != CLEAN_SHUTDOWN_FILE:
                     log.warning("skipping unexplainable file %s -- should it be there?", entry)
                 continue
-            try:
-                topic, partition = parse_log_dir_name(entry.name)
-            except ValueError:
+            parsed = parse_partition_dir(entry.name)
+            if parsed is None:
                 log.warning("skipping directory %s: not <topic>-<partition>", entry)
                 continue
+            topic, partition = parsed
             log.info("loading log %s", entry.name)
             plog = PartitionLog(entry, topic, partition, self._settings(topic),
                                 recover=recover, clock_ms=self._clock_ms)
@@ -133,7 +134,7 @@ class LogManager:
             parts = self._logs.get(topic)
             if parts is not None and partition in parts:
                 return parts[partition]
-            directory = self.dir / log_dir_name(topic, partition)
+            directory = self.dir / partition_dir(topic, partition)
             directory.mkdir(parents=True, exist_ok=True)  # OSError (name too long) -> caller
             plog = PartitionLog(directory, topic, partition, self._settings(topic),
                                 recover=False, clock_ms=self._clock_ms)

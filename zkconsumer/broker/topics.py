@@ -1,12 +1,12 @@
-"""Topic names and log directory names exactly as the 0.7.2 broker treats them.
+"""Topic names exactly as the 0.7.2 broker treats them.
 
 Job: the broker-side topic check (utils/TopicNameValidator.scala) with the configurable
-``max.topic.name.length``, and the ``<topic>-<partition>`` directory naming (Utils.getTopicPartition).
+``max.topic.name.length``.  The ``<topic>-<partition>`` directory naming (Utils.getTopicPartition)
+is `zkconsumer.protocol.logformat`, shared with the log-directory reader.
 
 Invariants
     * Lengths are Java ``String.length``: UTF-16 code units, so a character outside the BMP
       counts twice (and is rejected anyway: its surrogates fall in the illegal D800-F8FF range).
-    * A directory name is split at its **last** ``-``: topic names may contain ``-``.
     * The broker does not impose the codec's ASCII-only rule: it mirrors what a 0.7.2 broker
       accepts, so a client that sends a name the reference accepts sees the same result.
 """
@@ -17,14 +17,11 @@ import re
 
 from zkconsumer.errors import InvalidTopicError
 
-__all__ = ["log_dir_name", "parse_log_dir_name", "validate_topic_name"]
+__all__ = ["validate_topic_name"]
 
 # "/", \u0000-\u001F, \u007F-\u009F, \uD800-\uF8FF, \uFFF0-\uFFFF, or a name of "." / "..";
 # code points beyond the BMP are surrogate pairs in Java, hence illegal as well.
 _ILLEGAL = re.compile("(^\\.{1,2}$)|[/\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff\U00010000-\U0010ffff]")
-
-
-_DIGITS = re.compile("[0-9]+")
 
 
 def _java_length(s: str) -> int:
@@ -42,16 +39,3 @@ def validate_topic_name(topic: str, max_length: int = 255) -> None:
     if _ILLEGAL.search(topic):
         raise InvalidTopicError(
             f"topic name {topic!r} is illegal, doesn't match expected regular expression")
-
-
-def log_dir_name(topic: str, partition: int) -> str:
-    """``<topic>-<partition>``: the directory of one partition's segments."""
-    return f"{topic}-{partition}"
-
-
-def parse_log_dir_name(name: str) -> tuple[str, int]:
-    """Split ``<topic>-<partition>`` at the last ``-``; ValueError if it is not one."""
-    topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not _DIGITS.fullmatch(part):
-        raise ValueError(f"not a <topic>-<partition> directory name: {name!r}")
-    return topic, int(part)

@@ -2,7 +2,6 @@
 
 * `zkconsumer.migrate.offsets` -- export / import / reset of consumer-group offsets in
   ZooKeeper (ExportZkOffsets, ImportZkOffsets, UpdateOffsetsInZK, validated and safe);
-* `zkconsumer.migrate.logdir` -- read a broker's ``log.dir`` segment files directly;
 * ``offsets_cli`` / ``logdir_cli`` -- the ``zkconsumer offsets`` and ``zkconsumer logdir``
-  commands.  The Spark export lives in `zkconsumer.spark`.  See docs/migration.md.
+  commands (the segment-file reader under ``logdir`` is `zkconsumer.client.logdir`).  The Spark export lives in `zkconsumer.spark`.  See docs/migration.md.
 """

@@ -18,7 +18,7 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
-from zkconsumer.migrate.logdir import PartitionLog, ReadStats, discover, iter_partition_chunks
+from zkconsumer.client.logdir import PartitionLog, ReadStats, discover, iter_partition_chunks
 
 HELP = "inspect a Kafka 0.7 broker log directory (segment files) without a broker"
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from zkconsumer.client import SimpleConsumer
+from zkconsumer.client.logdir import discover
 from zkconsumer.errors import ConfigurationError, NoBrokersAvailableError
-from zkconsumer.migrate.logdir import discover
 from zkconsumer.protocol import LATEST_TIME
 from zkconsumer.spark.options import EARLIEST, LATEST, Offsets, OffsetSpec, ReadOptions
 from zkconsumer.zk.offsets import commit_offset, read_topic_offsets

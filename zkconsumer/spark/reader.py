@@ -25,8 +25,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from zkconsumer.client import SimpleConsumer
+from zkconsumer.client.logdir import ReadIssue, ReadStats, Segment, iter_segment_chunks
 from zkconsumer.errors import OffsetOutOfRangeError
-from zkconsumer.migrate.logdir import ReadIssue, ReadStats, Segment, iter_segment_chunks
 from zkconsumer.protocol import MessageBatch
 from zkconsumer.spark.arrow import columns_to_batches, messages_to_batch
 from zkconsumer.spark.planning import LogRange, SegmentRange

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from zkconsumer.client.logdir import ReadIssue
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.migrate.logdir import ReadIssue
 from zkconsumer.spark.options import Offsets, partition_key
 from zkconsumer.spark.planning import LogRange, SegmentRange
 

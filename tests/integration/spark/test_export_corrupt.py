@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from zkconsumer import cli
-from zkconsumer.migrate.logdir import segment_name
 from zkconsumer.protocol import Compression, encode_message_set
+from zkconsumer.protocol.logformat import segment_name
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,8 @@ from fixtures.waiting import wait_until
 from kafka07_data import ProducedCluster, Row, fill
 
 from zkconsumer.client import BrokerConnection, produce
-from zkconsumer.migrate.logdir import segment_name
 from zkconsumer.protocol import Compression, decode_message_set, encode_message_set
+from zkconsumer.protocol.logformat import segment_name
 from zkconsumer.zk.registry import read_topic_partitions
 from zkconsumer.zk.session import ZkSession
 

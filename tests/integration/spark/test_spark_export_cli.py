@@ -13,7 +13,7 @@ from kafka07_data import ProducedCluster, Row, collect_rows, fill
 
 from zkconsumer import cli
 from zkconsumer.broker.manager import CLEAN_SHUTDOWN_FILE
-from zkconsumer.migrate.logdir import segment_name
+from zkconsumer.protocol.logformat import segment_name
 
 pytestmark = pytest.mark.slow
 
@@ -123,8 +123,8 @@ def test_until_inside_a_message_records_its_end_and_resume_has_no_gap(
 
 
 def test_reached_offsets_and_skipped_ranges_come_from_the_task_reports() -> None:
+    from zkconsumer.client.logdir import ReadIssue
     from zkconsumer.errors import ZkConsumerError
-    from zkconsumer.migrate.logdir import ReadIssue
     from zkconsumer.spark.planning import LogRange, SegmentRange
     from zkconsumer.spark.report import RangeReport, ReportParam, summarize
 

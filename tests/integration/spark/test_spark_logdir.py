@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from zkconsumer.migrate.logdir import discover, iter_partition, segment_name
+from zkconsumer.client.logdir import discover, iter_partition
 from zkconsumer.protocol import Compression, encode_message_set
+from zkconsumer.protocol.logformat import segment_name
 
 pytestmark = pytest.mark.slow
 

@@ -8,10 +8,11 @@ import pytest
 
 from zkconsumer.broker.cli import build_config
 from zkconsumer.broker.config import BrokerConfig, parse_topic_map
-from zkconsumer.broker.topics import parse_log_dir_name, validate_topic_name
+from zkconsumer.broker.topics import validate_topic_name
 from zkconsumer.cli import build_parser
 from zkconsumer.errors import ConfigurationError, InvalidTopicError
 from zkconsumer.properties import parse_properties
+from zkconsumer.protocol.logformat import parse_partition_dir
 
 
 def test_defaults_are_the_072_defaults():
@@ -157,11 +158,8 @@ def test_max_topic_name_length_is_configurable():
 
 
 def test_log_dir_names_split_at_the_last_dash():
-    assert parse_log_dir_name("my-topic-12") == ("my-topic", 12)
-    assert parse_log_dir_name("t-0") == ("t", 0)
-    for bad in ("nodash", "-0", "t-", "t-x", "t--1"):
-        if bad == "t--1":
-            assert parse_log_dir_name(bad) == ("t-", 1)
-            continue
-        with pytest.raises(ValueError):
-            parse_log_dir_name(bad)
+    assert parse_partition_dir("my-topic-12") == ("my-topic", 12)
+    assert parse_partition_dir("t-0") == ("t", 0)
+    assert parse_partition_dir("t--1") == ("t-", 1)
+    for bad in ("nodash", "-0", "t-", "t-x", "t-\u0661"):
+        assert parse_partition_dir(bad) is None

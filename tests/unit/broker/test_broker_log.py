@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from zkconsumer.broker.config import BrokerConfig
 from zkconsumer.broker.handlers import MessageSizeTooLarge, check_message_set
-from zkconsumer.broker.log import LogSettings, PartitionLog, recover_file, segment_name
+from zkconsumer.broker.log import LogSettings, PartitionLog, recover_file
 from zkconsumer.broker.manager import LogManager
 from zkconsumer.errors import (
     CompressionError,
@@ -23,6 +23,7 @@ from zkconsumer.errors import (
     WrongPartitionError,
 )
 from zkconsumer.protocol import Compression, compress, encode_message, encode_message_set
+from zkconsumer.protocol.logformat import segment_name
 
 MSG = encode_message_set([b"0123456789"])  # 20 bytes
 

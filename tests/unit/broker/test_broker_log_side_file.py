@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from zkconsumer.broker.log import LogSettings, PartitionLog, segment_name
-from zkconsumer.migrate.logdir import discover
+from zkconsumer.broker.log import LogSettings, PartitionLog
+from zkconsumer.client.logdir import discover
 from zkconsumer.protocol import encode_message
+from zkconsumer.protocol.logformat import segment_name
 
 MSG = encode_message(b"0123456789")  # 20 bytes
 SETTINGS = LogSettings(segment_size=1 << 20, flush_interval=1, roll_ms=1 << 40)

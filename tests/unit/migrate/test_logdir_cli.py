@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from zkconsumer import cli
-from zkconsumer.migrate.logdir import segment_name
 from zkconsumer.protocol import Compression, encode_message_set
+from zkconsumer.protocol.logformat import segment_name
 
 
 def _log_dir(root: Path) -> Path:

@@ -4,13 +4,10 @@ Job: find the partitions and segment files under a ``log.dir`` and yield every m
 its partition byte offset, exactly as a consumer fetching from that broker would have seen it.
 This is how the data of a dead broker (or a copied-away disk) gets migrated.
 
-Layout (log/Log.scala, log/LogManager.scala)::
-
-    <log.dir>/<topic>-<partition>/<20-digit start byte offset>.kafka
-
-The directory name is split at its LAST ``-`` (topics may contain ``-``; the broker does the
-same with ``lastIndexOf``).  A segment's name is the partition byte offset of its first byte,
-so a message at file position ``pos`` of segment ``S`` has offset ``S + pos``.
+The names of directories and segment files are `zkconsumer.protocol.logformat`'s (shared with
+the dev broker).  It lives in the client layer because it is the other way to read a broker's
+messages -- from its disk instead of its socket -- and both `zkconsumer.migrate` (``zkconsumer
+logdir``) and `zkconsumer.spark` (the export) build on it.
 
 Invariants
     * Messages come from the codec's `decode_message_set` (deep: wrappers are decompressed,
@@ -32,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,11 +36,10 @@ from typing import Literal, NamedTuple
 
 from zkconsumer.errors import ConfigurationError, CorruptSegmentError, DecodeError
 from zkconsumer.protocol import DEFAULT_MAX_INFLATED, decode_message_set
+from zkconsumer.protocol.logformat import MAX_MESSAGE_SIZE, parse_partition_dir, parse_segment_name
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
-    "MAX_MESSAGE_SIZE",
-    "SEGMENT_SUFFIX",
     "PartitionLog",
     "ReadIssue",
     "ReadStats",
@@ -53,45 +48,17 @@ __all__ = [
     "iter_partition",
     "iter_partition_chunks",
     "iter_segment_chunks",
-    "parse_partition_dir",
-    "parse_segment_name",
     "scan_partition",
-    "segment_name",
 ]
 
 log = logging.getLogger(__name__)
 
-SEGMENT_SUFFIX = ".kafka"
 #: Bytes read from a segment per step (the decoded messages of one chunk are yielded together).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
-#: A length prefix above this cannot be a real message: a 0.7 broker refuses requests larger
-#: than ``max.socket.request.bytes`` (100 MiB), so no single message on disk is bigger.
-MAX_MESSAGE_SIZE = 104857600
-
-_SEGMENT_RE = re.compile(r"^(\d{20})\.kafka$")
 _LENGTH = struct.Struct(">i")
 
 OnCorrupt = Literal["raise", "skip"]
 Message = tuple[int, int, bytes]  # (offset, next_offset, payload), as the codec returns them
-
-
-def parse_segment_name(name: str) -> int | None:
-    """Start byte offset of a segment file name (``00000000000000001234.kafka`` -> 1234)."""
-    match = _SEGMENT_RE.match(name)
-    return int(match.group(1)) if match else None
-
-
-def segment_name(start: int) -> str:
-    """The file name the 0.7 broker gives the segment starting at ``start`` (Log.nameFromOffset)."""
-    return f"{start:020d}{SEGMENT_SUFFIX}"
-
-
-def parse_partition_dir(name: str) -> tuple[str, int] | None:
-    """``"my-topic-3"`` -> ``("my-topic", 3)``; None if it is not a partition directory."""
-    topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isdigit() or not part.isascii():
-        return None
-    return topic, int(part)
 
 
 @dataclass(frozen=True)

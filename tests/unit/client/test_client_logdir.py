@@ -8,17 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zkconsumer.client.logdir import ReadStats, discover, iter_partition, iter_segment_chunks
 from zkconsumer.errors import ConfigurationError, CorruptSegmentError
-from zkconsumer.migrate.logdir import (
-    ReadStats,
-    discover,
-    iter_partition,
-    iter_segment_chunks,
-    parse_partition_dir,
-    parse_segment_name,
-    segment_name,
-)
 from zkconsumer.protocol import Compression, decode_message_set, encode_message_set
+from zkconsumer.protocol.logformat import parse_partition_dir, parse_segment_name, segment_name
 
 
 def _write_partition(root: Path, name: str, segments: list[bytes]) -> Path:
@@ -63,7 +56,9 @@ def test_parse_partition_dir_splits_at_last_dash(name: str, parsed: object) -> N
 def test_segment_names_are_20_digit_byte_offsets() -> None:
     assert segment_name(1234) == "00000000000000001234.kafka"
     assert parse_segment_name("00000000000000001234.kafka") == 1234
-    assert parse_segment_name("1234.kafka") is None
+    # the broker loads any run of digits (Log.loadSegments parses the stem with toLong)
+    assert parse_segment_name("1234.kafka") == 1234
+    assert parse_segment_name("x1234.kafka") is None
     assert parse_segment_name("00000000000000001234.kafka.deleted") is None
 
 
@@ -181,11 +176,12 @@ def test_any_cut_of_the_last_segment_yields_a_prefix(tmp_path_factory: pytest.Te
 
 
 def test_odd_files_zero_byte_segments_and_gaps(tmp_path: Path) -> None:
-    """Non-20-digit names and dirs without ``-`` are ignored; empty segments read as nothing;
+    """Names other than ``<digits>.kafka`` and dirs without ``-`` are ignored; empty segments read as nothing;
     a gap between segments (a missing file: lost bytes) is reported, not silently skipped."""
     d = _write_partition(tmp_path, "t-0", [SEG_A, b""])  # empty last segment (fresh roll)
     (d / segment_name(len(SEG_A) + 1000)).write_bytes(SEG_B)  # a segment is missing before it
-    (d / "123.kafka").write_bytes(b"junk")
+    (d / "x123.kafka").write_bytes(b"junk")
+    (d / f"{segment_name(len(SEG_A))}.deleted").write_bytes(b"junk")
     (tmp_path / "nodash").mkdir()
     (tmp_path / "t-x").mkdir()
     (plog,) = discover(str(tmp_path))
