@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
+from zkconsumer.backoff import Backoff
 from zkconsumer.errors import BrokerConnectionError, ConfigurationError, ConnectionClosedError
 from zkconsumer.protocol import Request, encode_request
 
@@ -112,7 +113,8 @@ class BrokerConnection:
         self._clock = clock
         self._sock: socket.socket | None = None
         self._lock = threading.RLock()
-        self._failures = 0          # consecutive failed connects
+        # Counts consecutive failed connects; a successful connect resets it.
+        self._backoff = Backoff(reconnect_backoff, reconnect_backoff_max, clock=clock)
         self._retry_at = 0.0        # clock() before which we do not try to connect again
         self._size_buf = bytearray(4)
         self._deadline = 0.0        # clock() by which the current response must be complete
@@ -283,7 +285,7 @@ class BrokerConnection:
         if now < self._retry_at:
             raise BrokerConnectionError(
                 f"not reconnecting for another {self._retry_at - now:.3f}s after "
-                f"{self._failures} failed connect(s)", host=self.host, port=self.port)
+                f"{self._backoff.attempts} failed connect(s)", host=self.host, port=self.port)
         try:
             sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET,
                                  socket.SOCK_STREAM)
@@ -301,17 +303,14 @@ class BrokerConnection:
             sock.settimeout(self.socket_timeout)
         except OSError as exc:
             sock.close()
-            self._failures += 1
-            delay = min(self.reconnect_backoff * 2 ** (self._failures - 1),
-                        self.reconnect_backoff_max)
-            self._retry_at = self._clock() + delay
+            self._retry_at = self._clock() + self._backoff.next_delay()
             what = "connect timed out" if isinstance(exc, TimeoutError) else "cannot connect"
             raise BrokerConnectionError(f"{what}: {exc}", host=self.host,
                                         port=self.port) from exc
-        if self._failures:
+        if self._backoff.attempts:
             log.info("reconnected to broker %s:%s after %d failed attempt(s)",
-                     self.host, self.port, self._failures)
-        self._failures = 0
+                     self.host, self.port, self._backoff.attempts)
+        self._backoff.reset()
         self._retry_at = 0.0
         self.requests_sent = 0
         self.connected_at = self._clock()

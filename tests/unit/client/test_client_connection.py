@@ -196,12 +196,14 @@ def test_backoff_resets_after_a_successful_connect(server_factory: Factory) -> N
     srv = server_factory(script)
     now = [0.0]
     conn = BrokerConnection("127.0.0.1", srv.port, clock=lambda: now[0])
-    conn._failures, conn._retry_at = 3, 5.0  # as after three failed connects
+    for _ in range(3):  # as after three failed connects
+        conn._backoff.next_delay()
+    conn._retry_at = 5.0
     with pytest.raises(BrokerConnectionError, match="not reconnecting"):
         conn.request(FETCH)
     now[0] = 5.0
     assert conn.request(FETCH) == b"\x00\x00up"
-    assert conn._failures == 0
+    assert conn._backoff.attempts == 0
     conn.close()
 
 
