@@ -7,7 +7,7 @@ turns a `Snapshot` into metric families only when asked.  Every daemon has its o
 `CollectorRegistry` (never the global one), so several daemons -- e.g. in one test process --
 do not collide.
 
-Endpoints (`MetricsServer`): ``/metrics`` (Prometheus text format), ``/healthz`` (200 ``ok``
+Endpoints (`zkconsumer.telemetry.http.MetricsServer`): ``/metrics`` (Prometheus text format), ``/healthz`` (200 ``ok``
 or ``standby: ...``, followed by ``; topic(s) not registered by any broker: ...`` while a
 subscribed topic does not exist, or 503 with the reason: ZooKeeper session lost, or no partition owned
 for longer than ``--health-idle-timeout`` although the member should own one or a partition
@@ -24,19 +24,14 @@ Metric names (all prefixed ``zkconsumer_``; documented in docs/operations.md):
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["DaemonCollector", "DaemonMetrics", "MetricsServer", "Snapshot"]
-
-log = logging.getLogger(__name__)
+__all__ = ["DaemonCollector", "DaemonMetrics", "Snapshot"]
 
 
 @dataclass
@@ -122,49 +117,3 @@ class DaemonMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-class MetricsServer:
-    """``/metrics`` and ``/healthz`` on ``host:port`` (port 0 = any free port) in a thread."""
-
-    def __init__(self, host: str, port: int, metrics: DaemonMetrics,
-                 health: Callable[[], tuple[bool, str]]) -> None:
-        render = metrics.render
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, CONTENT_TYPE_LATEST, render())
-                elif path == "/healthz":
-                    ok, reason = health()
-                    self._send(200 if ok else 503, "text/plain; charset=utf-8",
-                               (reason + "\n").encode())
-                else:
-                    self._send(404, "text/plain; charset=utf-8", b"try /metrics or /healthz\n")
-
-            def _send(self, status: int, ctype: str, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                log.debug("metrics http: " + format, *args)
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self.host = host
-        self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="zkconsumer-metrics", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-        log.info("metrics on http://%s:%d/metrics and /healthz", self.host, self.port,
-                 extra={"event": "metrics_listen", "port": self.port})
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()

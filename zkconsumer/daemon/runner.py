@@ -43,12 +43,13 @@ from typing import Any, TextIO
 from zkconsumer.consumer import GroupConsumer
 from zkconsumer.daemon.config import DaemonConfig
 from zkconsumer.daemon.health import IdleVerdict, read_idle_verdict
-from zkconsumer.daemon.metrics import DaemonMetrics, MetricsServer, Snapshot
-from zkconsumer.daemon.progress import Progress
+from zkconsumer.daemon.metrics import DaemonMetrics, Snapshot
 from zkconsumer.daemon.sinks import Sink, make_sink
 from zkconsumer.daemon.topics import TopicPresence
 from zkconsumer.daemon.tracker import AckTracker, Key
 from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
+from zkconsumer.telemetry.http import MetricsServer
+from zkconsumer.telemetry.progress import Progress
 
 __all__ = ["Daemon"]
 

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 __all__ = ["MirrorCollector", "MirrorMetrics", "MirrorProgress", "MirrorStats", "lag_messages",
            "start_metrics_server"]
@@ -145,8 +145,8 @@ class MirrorCollector:
 class MirrorMetrics:
     """A private registry holding one `MirrorCollector`; ``render`` is what ``/metrics`` serves.
 
-    Served by the daemon's `zkconsumer.daemon.metrics.MetricsServer` (``/metrics`` and
-    ``/healthz``), which needs only ``render``.
+    Served by `zkconsumer.telemetry.http.MetricsServer` (``/metrics`` and ``/healthz``, shared
+    with the daemon), which needs only ``render``.
     """
 
     def __init__(self, collector: MirrorCollector) -> None:
@@ -166,9 +166,9 @@ def start_metrics_server(port: int, metrics: MirrorMetrics,
                          host: str = "0.0.0.0") -> Any:
     """Start ``/metrics`` + ``/healthz`` on ``host:port`` (0 = free port); returns the server
     (``.port``, ``.close()``)."""
-    from zkconsumer.daemon.metrics import MetricsServer
+    from zkconsumer.telemetry.http import MetricsServer
 
-    server = MetricsServer(host, port, cast(Any, metrics), health)
+    server = MetricsServer(host, port, metrics, health)
     server.start()
     return server
 
@@ -178,7 +178,7 @@ class MirrorProgress:
     rate and the end-to-end lag in messages (`lag_messages`)."""
 
     def __init__(self, stream: Any, *, interval: float, force: bool) -> None:
-        from zkconsumer.daemon.progress import Progress
+        from zkconsumer.telemetry.progress import Progress
 
         self._bar = Progress(stream, interval=interval, force=force)
         self._stream = stream

@@ -7,8 +7,9 @@ import io
 from fixtures.http import get as _get
 from prometheus_client.parser import text_string_to_metric_families
 
-from zkconsumer.daemon.metrics import DaemonMetrics, MetricsServer, Snapshot
-from zkconsumer.daemon.progress import Progress, format_bytes
+from zkconsumer.daemon.metrics import DaemonMetrics, Snapshot
+from zkconsumer.telemetry.http import MetricsServer
+from zkconsumer.telemetry.progress import Progress, format_bytes
 
 
 def _values(text: str) -> dict[str, float]:

@@ -1,0 +1,78 @@
+"""``/metrics`` and ``/healthz`` over HTTP, for any command that keeps its own registry.
+
+Why one server for the daemon and the mirror: both answer the same two endpoints the same way
+(an operator's scrape config and probes do not care which command runs), and only what is
+rendered differs -- the daemon's `DaemonMetrics`, the mirror's `MirrorMetrics`.
+
+Invariants
+    * ``/metrics`` answers ``render()`` of the object given, in Prometheus text format;
+      ``/healthz`` answers 200 when ``health()`` says ok, else 503, with its reason as the body.
+    * The server thread is a daemon thread and `MetricsServer.close` ends it and frees the port;
+      requests are logged at DEBUG only (a scrape every few seconds must not fill the log).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+__all__ = ["MetricsServer", "Renders"]
+
+log = logging.getLogger(__name__)
+
+
+class Renders(Protocol):
+    """What `MetricsServer` serves: a registry rendered in Prometheus text format."""
+
+    def render(self) -> bytes: ...
+
+
+class MetricsServer:
+    """``/metrics`` and ``/healthz`` on ``host:port`` (port 0 = any free port) in a thread."""
+
+    def __init__(self, host: str, port: int, metrics: Renders,
+                 health: Callable[[], tuple[bool, str]]) -> None:
+        render = metrics.render
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, CONTENT_TYPE_LATEST, render())
+                elif path == "/healthz":
+                    ok, reason = health()
+                    self._send(200 if ok else 503, "text/plain; charset=utf-8",
+                               (reason + "\n").encode())
+                else:
+                    self._send(404, "text/plain; charset=utf-8", b"try /metrics or /healthz\n")
+
+            def _send(self, status: int, ctype: str, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                log.debug("metrics http: " + format, *args)
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self.host = host
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="zkconsumer-metrics", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        log.info("metrics on http://%s:%d/metrics and /healthz", self.host, self.port,
+                 extra={"event": "metrics_listen", "port": self.port})
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
