@@ -351,6 +351,11 @@ class SessionExpiredError(ZooKeeperError):
     """The ZooKeeper session expired; its ephemeral znodes are gone."""
 
 
+class ZooKeeperAuthError(ZooKeeperError):
+    """ZooKeeper refused our credentials or TLS (or we refused its certificate), or an ACL
+    denied an operation (NoAuth): retrying with the same settings cannot help."""
+
+
 class ZnodeDataError(ZooKeeperError):
     """A znode holds data that is not in the documented 0.7 format.
 
