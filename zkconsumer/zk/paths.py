@@ -8,6 +8,8 @@ This module is the single place that knows the znode layout (REFERENCE.md sectio
     /consumers/<group>/owners/<topic>/<b>-<p>        ephemeral  "<consumerId>-<thread>"
     /consumers/<group>/offsets/<topic>/<b>-<p>       persistent "<next byte offset>"
 
+plus zkconsumer's own bridge znodes under ``/zkconsumer/bridge`` (end of this module).
+
 Invariants:
 
 * Encoders produce the exact bytes the Scala 0.7.2 code writes (UTF-8, no trailing newline), so a
@@ -24,8 +26,9 @@ and are re-exported here, so every format is importable from this one module.
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zkconsumer.errors import LocalProtocolError, ZnodeDataError
 from zkconsumer.zk._codec import DECIMAL, INT_MAX, LONG_MAX, decimal_value, text_value
@@ -38,10 +41,18 @@ from zkconsumer.zk.topic_count import (
 )
 
 __all__ = [
+    "BRIDGE",
+    "BRIDGE_TARGETS",
     "BROKER_IDS",
     "BROKER_TOPICS",
     "CONSUMERS",
+    "BridgeCheckpoint",
+    "BridgeIntent",
     "BrokerInfo",
+    "bridge_checkpoint_path",
+    "bridge_member_path",
+    "bridge_members_path",
+    "bridge_partition_path",
     "TopicCount",
     "broker_id_path",
     "consumer_id_path",
@@ -58,6 +69,7 @@ __all__ = [
     "owner_path",
     "owners_path",
     "owners_topic_path",
+    "parse_bridge_checkpoint",
     "parse_broker_id",
     "parse_broker_info",
     "parse_offset",
@@ -251,3 +263,113 @@ def parse_partition_name(name: str, *, path: str | None = None) -> tuple[int, in
     broker = decimal_value(where, raw, pieces[0], "partition broker id", INT_MAX)
     part = decimal_value(where, raw, pieces[1], "partition id", INT_MAX)
     return broker, part
+
+
+# --------------------------------------------------------------------------------------------
+# zkconsumer's own znodes: the bridge modern Kafka -> 0.7 (zkconsumer.mirror.bridge)
+#
+#   /zkconsumer/bridge/<group>/members/<memberId>               ephemeral  "" (a live process)
+#   /zkconsumer/bridge/targets/<topic>/<b>-<p>/<group>          persistent BridgeCheckpoint JSON
+#
+# The checkpoints sit under the *target partition* so that whoever reads a 0.7 partition (the
+# forward mirror skipping what a bridge wrote) finds every bridge group writing it with one
+# getChildren.  Not a 0.7 path: Scala tools never look under /zkconsumer.
+# --------------------------------------------------------------------------------------------
+
+BRIDGE = "/zkconsumer/bridge"
+BRIDGE_TARGETS = "/zkconsumer/bridge/targets"
+#: Written ranges kept per checkpoint (merged when contiguous, the oldest dropped beyond this).
+BRIDGE_MAX_RANGES = 256
+
+
+def bridge_members_path(group: str) -> str:
+    return f"{BRIDGE}/{group}/members"
+
+
+def bridge_member_path(group: str, member_id: str) -> str:
+    return f"{BRIDGE}/{group}/members/{member_id}"
+
+
+def bridge_partition_path(topic: str, partition: str) -> str:
+    """The parent of every bridge group's checkpoint of one 0.7 partition ``"B-P"``."""
+    return f"{BRIDGE_TARGETS}/{topic}/{partition}"
+
+
+def bridge_checkpoint_path(group: str, topic: str, partition: str) -> str:
+    return f"{BRIDGE_TARGETS}/{topic}/{partition}/{group}"
+
+
+@dataclass(frozen=True)
+class BridgeIntent:
+    """A batch about to be written: ``size`` bytes at byte offset ``start`` by ``owner``,
+    covering source positions ``sources`` (``{"topic/partition": next source offset}``)."""
+
+    owner: str
+    start: int
+    size: int
+    sources: dict[str, int]
+
+
+@dataclass(frozen=True)
+class BridgeCheckpoint:
+    """What one bridge group wrote into one 0.7 partition (see `zkconsumer.mirror.bridge`).
+
+    ``end``: the byte offset after its last confirmed batch (-1: nothing yet);
+    ``sources``: per source partition the next source offset whose record routed here is not
+    yet written; ``ranges``: ``[start, end)`` byte ranges it wrote (merged, newest last);
+    ``shared``: another producer writes this partition too (no exactly-once, see the docs);
+    ``intent``: the batch in flight, or None.
+    """
+
+    end: int = -1
+    sources: dict[str, int] = field(default_factory=dict)
+    ranges: tuple[tuple[int, int], ...] = ()
+    shared: bool = False
+    intent: BridgeIntent | None = None
+
+    def encode(self) -> bytes:
+        doc: dict[str, object] = {"end": self.end, "sources": self.sources,
+                                  "ranges": [list(r) for r in self.ranges],
+                                  "shared": self.shared}
+        if self.intent is not None:
+            i = self.intent
+            doc["intent"] = {"owner": i.owner, "start": i.start, "size": i.size,
+                             "sources": i.sources}
+        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+    def landed(self, intent: BridgeIntent) -> BridgeCheckpoint:
+        """This checkpoint after ``intent`` was confirmed (its range added, merged)."""
+        ranges = list(self.ranges)
+        stop = intent.start + intent.size
+        if ranges and ranges[-1][1] == intent.start:
+            ranges[-1] = (ranges[-1][0], stop)
+        elif intent.size:
+            ranges.append((intent.start, stop))
+        return BridgeCheckpoint(stop, {**self.sources, **intent.sources},
+                                tuple(ranges[-BRIDGE_MAX_RANGES:]), self.shared, None)
+
+    def covers(self, offset: int) -> bool:
+        """Whether 0.7 byte ``offset`` is inside what this group wrote or is writing."""
+        if self.intent is not None and \
+                self.intent.start <= offset < self.intent.start + self.intent.size:
+            return True
+        return any(s <= offset < e for s, e in self.ranges)
+
+
+def parse_bridge_checkpoint(path: str, data: bytes | None) -> BridgeCheckpoint:
+    """A bridge checkpoint znode; garbage raises `ZnodeDataError`."""
+    if data is None:
+        raise ZnodeDataError("bridge checkpoint is null", path=path, data=data)
+    try:
+        raw = json.loads(data)
+        intent = raw.get("intent")
+        return BridgeCheckpoint(
+            int(raw["end"]), {str(k): int(v) for k, v in raw.get("sources", {}).items()},
+            tuple((int(s), int(e)) for s, e in raw.get("ranges", [])),
+            bool(raw.get("shared", False)),
+            None if intent is None else BridgeIntent(
+                str(intent["owner"]), int(intent["start"]), int(intent["size"]),
+                {str(k): int(v) for k, v in intent.get("sources", {}).items()}))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ZnodeDataError(f"bridge checkpoint is not valid: {exc}", path=path,
+                             data=data) from exc
