@@ -17,6 +17,9 @@ Invariants:
 * Every operation is bounded: it is retried across connection losses (zkclient's
   ``retryUntilConnected``) but only until ``operation_timeout_ms`` has passed, then raises.
 * Data is ``bytes`` (UTF-8 of the Scala strings); formats live in `zkconsumer.zk.paths`.
+* Connection security (TLS, SASL, digest) and the ACL of created znodes come from one
+  `zkconsumer.zk.security.ZkSecurity`; a refused credential or certificate, and an ACL
+  refusal (NoAuth), raise `ZooKeeperAuthError` in one line naming the cause (never a secret).
 
 Threading: methods may be called from any thread, but **not** from a state listener (those
 run on kazoo's connection thread; a blocking call there deadlocks).  Watch callbacks
@@ -29,7 +32,6 @@ import logging
 import queue
 import socket
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,18 +41,27 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
     NodeExistsError,
+    NoAuthError,
     NoNodeError,
     NotEmptyError,
     OperationTimeoutError,
 )
 from kazoo.exceptions import SessionExpiredError as KazooSessionExpiredError
 
-from zkconsumer.errors import ConfigurationError, SessionExpiredError, ZooKeeperError
+from zkconsumer.backoff import Backoff
+from zkconsumer.errors import (
+    ConfigurationError,
+    SessionExpiredError,
+    ZooKeeperAuthError,
+    ZooKeeperError,
+)
+from zkconsumer.zk.security import KazooLog, ZkSecurity, explain_connect_failure
 
 __all__ = ["SessionState", "ZkSession", "ZnodeInfo"]
 
@@ -104,7 +115,8 @@ class ZkSession:
 
     def __init__(self, connect: str, *, session_timeout_ms: int = 6000,
                  connection_timeout_ms: int = 6000,
-                 operation_timeout_ms: int | None = None) -> None:
+                 operation_timeout_ms: int | None = None,
+                 security: ZkSecurity | None = None) -> None:
         if not connect or not isinstance(connect, str):
             raise ConfigurationError(f"zk.connect: a ZooKeeper connect string is required: "
                                      f"{connect!r}")
@@ -117,8 +129,11 @@ class ZkSession:
         if session_timeout_ms <= 0 or connection_timeout_ms <= 0:
             raise ConfigurationError("zk.sessiontimeout.ms / zk.connectiontimeout.ms must be "
                                      f"> 0: {session_timeout_ms}, {connection_timeout_ms}")
+        self.security = security or ZkSecurity()
+        self._kazoo_log = KazooLog()
         try:
-            self.client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0)
+            self.client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0,
+                                      logger=self._kazoo_log, **self.security.kazoo_kwargs())
         except ValueError as exc:
             raise ConfigurationError(f"zk.connect: invalid connect string {connect!r}: "
                                      f"{exc}") from exc
@@ -144,6 +159,7 @@ class ZkSession:
         connects (`zkconsumer.broker.registration.ensure_chroot`); nothing else should.
         """
         self._check_hosts_resolve()
+        self.security.check_files()
         try:
             with warnings.catch_warnings():
                 # kazoo's own chroot check is a Python warning on stderr (breaking JSON logs);
@@ -151,11 +167,17 @@ class ZkSession:
                 warnings.filterwarnings("ignore", message="No chroot path exists")
                 self.client.start(timeout=self.connection_timeout_ms / 1000.0)
         except Exception as exc:  # KazooTimeoutError is not a KazooException
+            why = explain_connect_failure(self.client.hosts, self.security,
+                                          self._kazoo_log.problems)
+            if why:
+                raise ZooKeeperAuthError(why) from None
             raise ZooKeeperError(
                 f"cannot connect to ZooKeeper at {self.connect!r} within "
                 f"{self.connection_timeout_ms} ms: {exc}") from exc
         self._last_session_id = self.session_id
         try:
+            if self.security.sasl_user or self.security.sasl_principal:
+                self.exists("/")  # SASL runs after CONNECTED: a refusal shows on the first call
             self._check_chroot()
         except BaseException:
             self.close()
@@ -294,24 +316,31 @@ class ZkSession:
         if not path.startswith("/") or (path != "/" and path.endswith("/")) or "//" in path \
                 or any(p in (".", "..") for p in path.split("/")):
             raise ZooKeeperError(f"{what} {path!r}: invalid request: not an absolute znode path")
-        deadline = time.monotonic() + self.operation_timeout_ms / 1000.0
-        delay = 0.05
+        backoff = Backoff(0.05, 1.0, sleep=self._closed.wait,
+                          timeout=self.operation_timeout_ms / 1000.0)
         while True:
-            remaining = deadline - time.monotonic()
             try:
-                return call().get(timeout=max(remaining, 0.001))
+                return call().get(timeout=max(backoff.remaining() or 0.0, 0.001))
             except _PASS:
                 raise
             except _RETRIABLE as exc:
-                if time.monotonic() + delay >= deadline or self._closed.is_set():
+                if not backoff.wait():  # out of time, or closed meanwhile
                     raise ZooKeeperError(f"{what} {path}: connection lost and not restored "
                                          f"within {self.operation_timeout_ms} ms") from exc
-                self._closed.wait(delay)
-                delay = min(delay * 2, 1.0)
             except ConnectionClosedError as exc:  # (a subclass of kazoo's SessionExpiredError)
                 raise ZooKeeperError(f"{what} {path}: ZooKeeper session is closed") from exc
             except KazooSessionExpiredError as exc:
                 raise SessionExpiredError(f"{what} {path}: ZooKeeper session expired") from exc
+            except NoAuthError:
+                raise ZooKeeperAuthError(
+                    f"{what} {path}: not allowed by the znode's ACL (ZooKeeper NoAuth) for "
+                    f"{self.security.identity()}; use the identity that created it "
+                    "(--zk-digest-user / --zk-sasl-user / --zk-tls-cert)") from None
+            except AuthFailedError:
+                raise ZooKeeperAuthError(explain_connect_failure(
+                    self.client.hosts, self.security, self._kazoo_log.problems,
+                    auth_failed=True) or f"{what} {path}: ZooKeeper authentication failed") \
+                    from None
             except KazooException as exc:
                 raise ZooKeeperError(f"{what} {path}: {type(exc).__name__} {exc}") from exc
             except (ValueError, TypeError) as exc:  # kazoo's argument checks (bad path...)
@@ -326,7 +355,8 @@ class ZkSession:
         # data=None sends a -1 length, i.e. a *null* value, which is what zkclient writes for
         # createPersistent(path, true) parents.  kazoo's own ensure_path/makepath would write
         # b"" instead, so parents are always made through ensure_persistent, never makepath.
-        self._op("create", path, lambda: self.client.create_async(path, data,
+        acl = self.security.acl_for(path, container=data is None)
+        self._op("create", path, lambda: self.client.create_async(path, data, acl=acl,
                                                                   ephemeral=ephemeral))
 
     # ---------------------------------------------------------------- reads

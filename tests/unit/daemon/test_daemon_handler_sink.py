@@ -112,6 +112,36 @@ def test_dead_letter_after_max_retries(tmp_path: Path) -> None:
         sink.close(2.0)
 
 
+def test_dead_letter_follows_the_last_failed_retry_at_once(tmp_path: Path) -> None:
+    # issue 22 item 12: the dead letter waited one more (doubled) backoff -- 16 s with the
+    # defaults -- after the last documented retry had failed.  The clock never moves here, so
+    # any backoff before the dead letter would hold it forever.
+    rec = Recorder(fail={0: -1})
+    sink = _sink(rec, max_retries=0, retry_backoff=60.0, retry_backoff_max=60.0,
+                 dead_letter=DeadLetterFile(str(tmp_path / "dead.jsonl")), clock=lambda: 0.0)
+    try:
+        sink.submit(make_messages(3))
+        wait_until(lambda: sink.dead_lettered == 3, what="dead letter without a backoff")
+        assert len(rec.calls) == 1
+    finally:
+        sink.close(2.0)
+
+
+def test_handler_errors_count_calls_out_of_one_plus_max_retries(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    rec = Recorder(fail={0: -1})
+    sink = _sink(rec, max_retries=2, dead_letter=DeadLetterFile(str(tmp_path / "dead.jsonl")))
+    with caplog.at_level("ERROR", logger="zkconsumer.daemon.sinks.handler"):
+        try:
+            sink.submit(make_messages(3))
+            wait_until(lambda: sink.dead_lettered == 3, what="dead-lettered batch")
+        finally:
+            sink.close(2.0)
+    failed = [r.getMessage() for r in caplog.records if getattr(r, "event", "") == "handler_error"]
+    assert [m.split("(attempt ")[1].split(")")[0] for m in failed] == ["1/3", "2/3", "3/3"]
+    assert failed[0].endswith("retrying in 0.0s") and failed[-1].endswith("dead-lettering now")
+
+
 def test_dead_letter_failure_keeps_batch_unacknowledged(tmp_path: Path) -> None:
     rec = Recorder(fail={0: -1})
     dl = tmp_path / "missing-dir" / "dead.jsonl"

@@ -52,6 +52,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
+from zkconsumer.backoff import Backoff
 from zkconsumer.consumer import Columns, PartitionRun
 from zkconsumer.daemon.formats import BatchEncoder, MessageLike, encoder_for
 from zkconsumer.daemon.sinks.base import Sink
@@ -162,8 +163,7 @@ class ExecSink(Sink):
         self.command = command
         self.format = fmt
         self._encode = encoder_for(fmt, value_encoding)
-        self._restart_backoff = restart_backoff
-        self._restart_backoff_max = restart_backoff_max
+        self._backoff = Backoff(restart_backoff, restart_backoff_max)
         self._max_restarts = max_restarts
         self._quick_exit = quick_exit
         self._startup_probe = startup_probe
@@ -311,7 +311,7 @@ class ExecSink(Sink):
             self.tracker.cond.notify_all()
 
     def _supervise(self, child: _Child) -> None:
-        backoff = self._restart_backoff
+        backoff = self._backoff
         quick_failures = 0  # consecutive children that exited within quick_exit, no ack
         while True:
             self._read_acks(child)
@@ -342,23 +342,24 @@ class ExecSink(Sink):
                 return
             self.restarts += 1
             if child.acked:
-                backoff = self._restart_backoff
+                backoff.reset()
+            delay = backoff.next_delay()
             hint = " (command not found?)" if status == 127 else ""
             log.error("exec child pid %d exited with status %s%s; %d unacknowledged messages "
                       "will be redelivered; restarting in %.1fs", child.proc.pid, status, hint,
-                      unacked, backoff,
+                      unacked, delay,
                       extra={"event": "sink_restart", "pid": child.proc.pid, "status": status,
-                             "unacked": unacked, "backoff": backoff})
-            if self._closing.wait(backoff):
+                             "unacked": unacked, "backoff": delay})
+            if self._closing.wait(delay):
                 return
-            backoff = min(backoff * 2, self._restart_backoff_max)
             while True:
                 try:
                     child = self._spawn()
                     break
                 except SinkError as exc:
-                    log.error("%s; retrying in %.1fs", exc, backoff)
-                    if self._closing.wait(backoff):
+                    delay = backoff.next_delay()
+                    log.error("%s; retrying in %.1fs", exc, delay)
+                    if self._closing.wait(delay):
                         return
 
     def _write_loop(self, child: _Child) -> None:

@@ -4,10 +4,11 @@ The handler API (also in docs/operations.md): ``function(messages: list[Message]
 Each call gets up to ``--batch-size`` messages of **one partition**, in offset order.  When it
 returns, the batch is acknowledged (committed at the next commit).  When it raises, that
 partition stops: the *same* batch is retried after a backoff (``--retry-backoff`` doubling up
-to ``--retry-backoff-max``) while other partitions go on.  After ``--max-retries`` failed
-retries the batch is written to the dead letter (``--dead-letter FILE`` / ``--dead-letter-topic
-T``) and acknowledged; with no dead letter configured it is retried forever -- a failing
-partition is never skipped silently.
+to ``--retry-backoff-max``) while other partitions go on.  When the last of ``--max-retries``
+retries fails (1 + N calls in all) the batch is written to the dead letter (``--dead-letter
+FILE`` / ``--dead-letter-topic T``) at once -- no backoff: nothing is retried any more -- and
+acknowledged; with no dead letter configured it is retried forever -- a failing partition is
+never skipped silently.  The log numbers every call ``attempt K/1+N``.
 
 Why a worker thread: the main loop must keep committing, answering signals and rebalances
 while user code runs; the handler runs one call at a time, so it needs no locking of its own.
@@ -30,6 +31,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from zkconsumer.backoff import Backoff
 from zkconsumer.daemon.formats import MessageLike
 from zkconsumer.daemon.sinks.base import Sink
 from zkconsumer.daemon.sinks.deadletter import DeadLetter
@@ -97,8 +99,7 @@ class HandlerSink(Sink):
         self._handler = handler
         self._batch_size = batch_size
         self._max_retries = max_retries
-        self._backoff = retry_backoff
-        self._backoff_max = retry_backoff_max
+        self._backoff = Backoff(retry_backoff, retry_backoff_max)  # per partition: delay_for
         self._dead_letter = dead_letter
         self._clock = clock
         self._parts: dict[Key, _Partition] = {}
@@ -237,17 +238,26 @@ class HandlerSink(Sink):
         if not was_dead_letter:
             part.attempts += 1
             part.last_error = error
-        delay = min(self._backoff * 2 ** max(part.attempts - 1, 0), self._backoff_max)
-        part.ready_at = self._clock() + delay
         topic, broker, pid = part.key
         if was_dead_letter:
+            delay = self._backoff.delay_for(part.attempts)
+            part.ready_at = self._clock() + delay
             log.error("dead letter failed for %s/%d-%d: %s; retrying in %.1fs", topic, broker,
                       pid, error, delay, extra={"event": "dead_letter_error"})
             return
-        then = ("dead-lettering" if self._dead_letter is not None
-                and part.attempts > self._max_retries else "retrying")
-        log.error("handler failed on %s/%d-%d offsets %d..%d (attempt %d): %r; %s in %.1fs",
-                  topic, broker, pid, batch[0].offset, batch[-1].offset, part.attempts, error,
-                  then, delay, exc_info=error if part.attempts == 1 else None,
+        calls = 1 + self._max_retries
+        if self._dead_letter is None:
+            of, then = "", "retrying (no dead letter: forever)"
+        else:
+            of, then = f"/{calls}", "retrying"
+        if self._dead_letter is not None and part.attempts >= calls:
+            delay, then = 0.0, "dead-lettering now"  # no retry is left to wait for
+        else:
+            delay = self._backoff.delay_for(part.attempts)
+            then = f"{then} in {delay:.1f}s"
+        part.ready_at = self._clock() + delay
+        log.error("handler failed on %s/%d-%d offsets %d..%d (attempt %d%s): %r; %s",
+                  topic, broker, pid, batch[0].offset, batch[-1].offset, part.attempts, of,
+                  error, then, exc_info=error if part.attempts == 1 else None,
                   extra={"event": "handler_error", "attempt": part.attempts})
 
