@@ -52,6 +52,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("logdir", "zkconsumer.migrate.logdir_cli"),
     ("export", "zkconsumer.spark.cli"),
     ("mirror", "zkconsumer.mirror.cli"),
+    ("monitor", "zkconsumer.monitor.cli"),
     ("bench", "zkconsumer.bench.cli"),
 )
 
@@ -144,8 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _quiet_sigpipe_exit()
         if args.debug:
             raise
-        print(f"zkconsumer {args.command}: error: {_describe(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, UsageError) else 1
+        status = 2 if isinstance(exc, UsageError) else 1
+        line = f"zkconsumer {args.command}: error: {_describe(exc)}"
+        if getattr(args, "log_format", "text") == "json":
+            # the command's own log handler writes JSON: keep the last line parseable too
+            logging.getLogger("zkconsumer").error(line, extra={"event": "fatal_error",
+                                                               "exit_status": status})
+        else:
+            print(line, file=sys.stderr)
+        return status
 
 
 #: Exit status for "the reader of stdout went away": what a shell reports for a process killed

@@ -1,0 +1,53 @@
+"""docs/operations.md keeps up with the daemon: every log event documented, fatal errors in
+the chosen log format (issue 22 item 11)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+OPERATIONS = ROOT / "docs" / "operations.md"
+#: what `zkconsumer run` runs: the daemon, its sinks, the HTTP server and the CLI dispatcher
+SOURCES = [*sorted((ROOT / "zkconsumer" / "daemon").rglob("*.py")),
+           ROOT / "zkconsumer" / "telemetry" / "http.py", ROOT / "zkconsumer" / "cli.py"]
+
+
+def _logs_section() -> str:
+    text = OPERATIONS.read_text()
+    start = text.index("\n## Logs\n")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_every_event_the_daemon_emits_is_documented() -> None:
+    emitted = {name for path in SOURCES
+               for name in re.findall(r"[\"']event[\"']:\s*[\"'](\w+)[\"']", path.read_text())}
+    assert {"sink_failed", "sink_terminate", "start"} <= emitted  # the scan finds them
+    documented = set(re.findall(r"`(\w+)`", _logs_section()))
+    assert sorted(emitted - documented) == []
+
+
+def test_a_fatal_error_is_a_json_line_with_json_logs() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "run", "--zk", "127.0.0.1:1", "--group", "g",
+         "--topic", "t", "--output", "-", "--log-format", "json", "--set", "fetch.sise=1"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    records = [json.loads(line) for line in lines]  # every line, the last one too
+    last = records[-1]
+    assert last["message"].startswith("zkconsumer run: error: --set fetch.sise")
+    assert last["level"] == "ERROR" and last["event"] == "fatal_error"
+    assert last["exit_status"] == 1
+
+
+def test_a_fatal_error_stays_one_plain_line_with_text_logs() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "run", "--zk", "127.0.0.1:1", "--group", "g",
+         "--topic", "t", "--output", "-", "--set", "fetch.sise=1"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].startswith("zkconsumer run: error: --set fetch.sise")
