@@ -1,0 +1,143 @@
+"""The monitor's HTTP side: the web page, the JSON API and ``/metrics``, on one port.
+
+Routes (all GET):
+
+* ``/`` and ``/groups/NAME`` -- the page (``static/index.html``; its script reads the path and
+  fetches the API, then refreshes itself every few seconds without reloading);
+  ``/static/app.js``, ``/static/style.css`` -- shipped as package data, no build step, no CDN;
+* ``/v1/groups`` -- a JSON list, one object per group: ``group``, ``status``, ``reasons``,
+  ``members``, ``partitions`` (each with ``status``, ``offset``, ``log_end``, ``lag``,
+  ``owner``...), ``total_lag``, ``trend``; ``?history=1`` adds each group's ``history`` of
+  ``[time, total lag]`` points (the overview's sparklines);
+* ``/v1/groups/NAME`` -- one group with ``history`` and ``partition_history``
+  (``{"topic/B-P": [[time, lag], ...]}``); 404 with ``{"error": ...}`` for an unknown group;
+* ``/v1/monitor`` -- the monitor's own state: last poll time and duration, reads, failures;
+* ``/metrics`` -- Prometheus (`zkconsumer.monitor.metrics`); ``/healthz`` -- 200 once a poll
+  succeeded and the last one is younger than three intervals, else 503 with the reason.
+
+Invariants: handlers only read the published `MonitorState` (and the store under the
+monitor's lock); the server thread is a daemon and `MonitorServer.close` frees the port;
+requests are logged at DEBUG only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from zkconsumer.monitor.metrics import MonitorMetrics
+from zkconsumer.monitor.service import Monitor
+
+__all__ = ["MonitorServer", "monitor_json"]
+
+log = logging.getLogger(__name__)
+
+_STATIC = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+           "index.html": "text/html; charset=utf-8"}
+
+
+def _static(name: str) -> bytes:
+    return (resources.files("zkconsumer.monitor") / "static" / name).read_bytes()
+
+
+def monitor_json(monitor: Monitor) -> dict[str, Any]:
+    st = monitor.state
+    return {"polled_at": st.polled_at, "polls": st.polls, "poll_failures": st.poll_failures,
+            "last_error": st.last_error, "poll_duration": st.last_duration,
+            "poll_zookeeper_reads": st.last_zk_reads, "zookeeper_reads": st.zk_reads_total,
+            "broker_requests": st.broker_requests_total, "interval": monitor.cfg.interval,
+            "window": monitor.cfg.window}
+
+
+class MonitorServer:
+    """Serves one `Monitor` on ``host:port`` (port 0 = any free port) in a thread."""
+
+    def __init__(self, monitor: Monitor, host: str, port: int) -> None:
+        metrics = MonitorMetrics(lambda: monitor.state)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                url = urllib.parse.urlsplit(self.path)
+                path = urllib.parse.unquote(url.path)
+                query = urllib.parse.parse_qs(url.query)
+                if path == "/" or path.startswith("/groups/"):
+                    self._send(200, _STATIC["index.html"], _static("index.html"))
+                elif path.startswith("/static/") and path[8:] in _STATIC:
+                    self._send(200, _STATIC[path[8:]], _static(path[8:]))
+                elif path == "/v1/groups":
+                    history = query.get("history", ["0"])[0] not in ("0", "")
+                    groups = [ev.as_dict(history=history)
+                              for _, ev in sorted(monitor.state.groups.items())]
+                    self._json(200, groups)
+                elif path.startswith("/v1/groups/"):
+                    self._group(path[len("/v1/groups/"):])
+                elif path == "/v1/monitor":
+                    self._json(200, monitor_json(monitor))
+                elif path == "/metrics":
+                    self._send(200, CONTENT_TYPE_LATEST, metrics.render())
+                elif path == "/healthz":
+                    ok, why = _health(monitor)
+                    self._send(200 if ok else 503, "text/plain; charset=utf-8",
+                               (why + "\n").encode())
+                else:
+                    self._json(404, {"error": f"no such page: {path}"})
+
+            def _group(self, name: str) -> None:
+                ev = monitor.state.groups.get(name)
+                if ev is None:
+                    self._json(404, {"error": f"no consumer group {name!r} in the last poll"})
+                    return
+                out = ev.as_dict()
+                out["partition_history"] = monitor.partition_history(name)
+                self._json(200, out)
+
+            def _json(self, status: int, body: Any) -> None:
+                self._send(status, "application/json", json.dumps(body).encode())
+
+            def _send(self, status: int, ctype: str, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                log.debug("monitor http: " + format, *args)
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self.host = host
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="zkconsumer-monitor-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _health(monitor: Monitor) -> tuple[bool, str]:
+    st = monitor.state
+    if st.polled_at is None:
+        return False, f"no successful poll yet ({st.last_error or 'starting'})"
+    age = time.time() - st.polled_at
+    if age > 3 * monitor.cfg.interval + st.last_duration:
+        return False, f"last successful poll {age:.0f} s ago ({st.last_error or 'stuck?'})"
+    return True, f"ok: {len(st.groups)} group(s), polled {age:.0f} s ago"
