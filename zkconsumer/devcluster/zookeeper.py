@@ -14,6 +14,9 @@ Invariants:
 * `ZooKeeperServer.start` returns only once the server answers ``ruok`` with ``imok``;
   on failure or timeout it stops the process and raises `ZooKeeperError` with the log tail.
 * `ZooKeeperServer.stop` always reaps the process (terminate, then kill).
+* ``security`` (`zkconsumer.devcluster.zksecure.ServerSecurity`) adds a TLS
+  ``secureClientPort`` (``secure_port``; with ``plain=False`` the only port) and/or SASL;
+  ``client_security`` is then the `ZkSecurity` a client needs to talk to it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -32,7 +36,9 @@ from pathlib import Path
 from types import TracebackType
 
 from zkconsumer.devcluster.ports import restartable_port
+from zkconsumer.devcluster.zksecure import PreparedSecurity, ServerSecurity, prepare
 from zkconsumer.errors import ZooKeeperError
+from zkconsumer.zk.security import ZkSecurity
 
 __all__ = ["ZooKeeperInstall", "ZooKeeperServer", "find_zookeeper", "four_letter_word"]
 
@@ -92,9 +98,12 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
         pass
 
 
-def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 2.0) -> str:
-    """Send a ZooKeeper four-letter command (``ruok``, ``stat``, ``mntr``...) and return the reply."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
+def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 2.0,
+                     tls: ssl.SSLContext | None = None) -> str:
+    """Send a ZooKeeper four-letter command (``ruok``, ``stat``, ``mntr``...) and return the
+    reply; over TLS with ``tls`` (a secure-only port)."""
+    with socket.create_connection((host, port), timeout=timeout) as raw, \
+            (tls.wrap_socket(raw, server_hostname=host) if tls else raw) as s:
         s.sendall(word.encode("ascii"))
         chunks = []
         while True:
@@ -128,11 +137,16 @@ class ZooKeeperServer:
                  tick_time_ms: int = 2000, min_session_timeout_ms: int = 1000,
                  max_session_timeout_ms: int = 60000, heap: str = "256m",
                  start_timeout: float = 30.0, install: ZooKeeperInstall | None = None,
-                 die_with_parent: bool = True) -> None:
+                 die_with_parent: bool = True, security: ServerSecurity | None = None,
+                 secure_port: int = 0) -> None:
         self.data_dir = Path(data_dir).absolute()
         self.host = host
         self._requested_port = port
         self.port = port
+        self.security = security or ServerSecurity()
+        self._requested_secure_port = secure_port
+        self.secure_port = secure_port
+        self._prepared: PreparedSecurity | None = None
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
@@ -146,7 +160,24 @@ class ZooKeeperServer:
 
     @property
     def connect_string(self) -> str:
+        """The plain port, or the secure one when there is no plain port."""
+        if self.security.tls and not self.security.plain:
+            return self.secure_connect_string
         return f"{self.host}:{self.port}"
+
+    @property
+    def secure_connect_string(self) -> str:
+        return f"{self.host}:{self.secure_port}"
+
+    @property
+    def client_security(self) -> ZkSecurity:
+        """Client settings matching this server (its CA, a client certificate, a SASL user)."""
+        return self._prepared.client if self._prepared else ZkSecurity()
+
+    def _prepare_security(self) -> PreparedSecurity:
+        if self._prepared is None:
+            self._prepared = prepare(self.security, self.data_dir)
+        return self._prepared
 
     @property
     def log_file(self) -> Path:
@@ -163,11 +194,17 @@ class ZooKeeperServer:
         snap = self.data_dir / "data"
         snap.mkdir(parents=True, exist_ok=True)
         cfg = self.data_dir / "zoo.cfg"
+        ports = ""
+        if self.security.plain or not self.security.tls:
+            ports += f"clientPort={self.port}\nclientPortAddress={self.host}\n"
+        if self.security.tls:
+            ports += (f"secureClientPort={self.secure_port}\n"
+                      f"secureClientPortAddress={self.host}\n")
+        extra = "".join(f"{line}\n" for line in self._prepare_security().cfg_lines)
         cfg.write_text(
             f"tickTime={self.tick_time_ms}\n"
             f"dataDir={snap}\n"
-            f"clientPort={self.port}\n"
-            f"clientPortAddress={self.host}\n"
+            + ports + extra +
             f"minSessionTimeout={self.min_session_timeout_ms}\n"
             f"maxSessionTimeout={self.max_session_timeout_ms}\n"
             "maxClientCnxns=0\n"
@@ -232,14 +269,18 @@ class ZooKeeperServer:
     def _start_once(self, install: ZooKeeperInstall) -> None:
         # outside the ephemeral range: a kill -9 and restart keeps the port (see ports.py)
         self.port = self._requested_port or restartable_port(self.host)
+        if self.security.tls:
+            self.secure_port = self._requested_secure_port or restartable_port(self.host)
         cfg, log4j = self._write_config()
+        prepared = self._prepare_security()
         cmd = [
             install.java, f"-Xmx{self.heap}", "-Xss1m", "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",  # C1 only: faster start-up, less CPU on small machines
             f"-Dlog4j.configuration={log4j.as_uri()}",
             "-Dzookeeper.jmx.log4j.disable=true",
             "-Dzookeeper.admin.enableServer=false",
-            "-cp", install.classpath_string,
+            *prepared.jvm_args,
+            "-cp", os.pathsep.join((*install.classpath, *prepared.classpath)),
             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
         ]
         log.info("starting ZooKeeper on %s (data in %s)", self.connect_string, self.data_dir)
@@ -258,10 +299,13 @@ class ZooKeeperServer:
 
     def _answers_as_us(self) -> bool:
         """``ruok`` says *a* server is up; ``conf`` tells whether it is ours (our dataDir)."""
+        port, tls = self.port, None
+        if self.security.tls and not self.security.plain:
+            port, tls = self.secure_port, self.client_security.ssl_context()
         try:
-            if four_letter_word(self.host, self.port, "ruok", timeout=1.0) != "imok":
+            if four_letter_word(self.host, port, "ruok", timeout=1.0, tls=tls) != "imok":
                 return False
-            conf = four_letter_word(self.host, self.port, "conf", timeout=1.0)
+            conf = four_letter_word(self.host, port, "conf", timeout=1.0, tls=tls)
         except OSError:
             return False
         return f"dataDir={self.data_dir / 'data' / 'version-2'}\n" in conf

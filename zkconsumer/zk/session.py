@@ -17,9 +17,8 @@ Invariants:
 * Every operation is bounded: it is retried across connection losses (zkclient's
   ``retryUntilConnected``) but only until ``operation_timeout_ms`` has passed, then raises.
 * Data is ``bytes`` (UTF-8 of the Scala strings); formats live in `zkconsumer.zk.paths`.
-* Connection security (TLS, SASL, digest) and the ACL of created znodes come from one
-  `zkconsumer.zk.security.ZkSecurity`; a refused credential or certificate, and an ACL
-  refusal (NoAuth), raise `ZooKeeperAuthError` in one line naming the cause (never a secret).
+* TLS/SASL/digest and the ACL of created znodes come from one `ZkSecurity`; a refused
+  credential or certificate and NoAuth raise `ZooKeeperAuthError` (one line, no secret).
 
 Threading: methods may be called from any thread, but **not** from a state listener (those
 run on kazoo's connection thread; a blocking call there deadlocks).  Watch callbacks
@@ -46,11 +45,12 @@ from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
-    NodeExistsError,
     NoAuthError,
+    NodeExistsError,
     NoNodeError,
     NotEmptyError,
     OperationTimeoutError,
+    SessionClosedRequireSaslError,
 )
 from kazoo.exceptions import SessionExpiredError as KazooSessionExpiredError
 
@@ -61,7 +61,7 @@ from zkconsumer.errors import (
     ZooKeeperAuthError,
     ZooKeeperError,
 )
-from zkconsumer.zk.security import KazooLog, ZkSecurity, explain_connect_failure
+from zkconsumer.zk.security import KazooLog, ZkSecurity, auth_error, explain_connect_failure
 
 __all__ = ["SessionState", "ZkSession", "ZnodeInfo"]
 
@@ -134,6 +134,7 @@ class ZkSession:
         try:
             self.client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0,
                                       logger=self._kazoo_log, **self.security.kazoo_kwargs())
+            self._kazoo_log.watch_sasl(self.client)
         except ValueError as exc:
             raise ConfigurationError(f"zk.connect: invalid connect string {connect!r}: "
                                      f"{exc}") from exc
@@ -167,9 +168,8 @@ class ZkSession:
                 warnings.filterwarnings("ignore", message="No chroot path exists")
                 self.client.start(timeout=self.connection_timeout_ms / 1000.0)
         except Exception as exc:  # KazooTimeoutError is not a KazooException
-            why = explain_connect_failure(self.client.hosts, self.security,
-                                          self._kazoo_log.problems)
-            if why:
+            if why := explain_connect_failure(self.client.hosts, self.security,
+                                              self._kazoo_log.problems):
                 raise ZooKeeperAuthError(why) from None
             raise ZooKeeperError(
                 f"cannot connect to ZooKeeper at {self.connect!r} within "
@@ -331,16 +331,9 @@ class ZkSession:
                 raise ZooKeeperError(f"{what} {path}: ZooKeeper session is closed") from exc
             except KazooSessionExpiredError as exc:
                 raise SessionExpiredError(f"{what} {path}: ZooKeeper session expired") from exc
-            except NoAuthError:
-                raise ZooKeeperAuthError(
-                    f"{what} {path}: not allowed by the znode's ACL (ZooKeeper NoAuth) for "
-                    f"{self.security.identity()}; use the identity that created it "
-                    "(--zk-digest-user / --zk-sasl-user / --zk-tls-cert)") from None
-            except AuthFailedError:
-                raise ZooKeeperAuthError(explain_connect_failure(
-                    self.client.hosts, self.security, self._kazoo_log.problems,
-                    auth_failed=True) or f"{what} {path}: ZooKeeper authentication failed") \
-                    from None
+            except (NoAuthError, AuthFailedError, SessionClosedRequireSaslError) as exc:
+                raise auth_error(f"{what} {path}", exc, self.client.hosts, self.security,
+                                 self._kazoo_log.problems) from None
             except KazooException as exc:
                 raise ZooKeeperError(f"{what} {path}: {type(exc).__name__} {exc}") from exc
             except (ValueError, TypeError) as exc:  # kazoo's argument checks (bad path...)
