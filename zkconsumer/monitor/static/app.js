@@ -52,7 +52,7 @@ function clock(t) { return new Date(t * 1000).toLocaleTimeString(); }
 
 // A line chart of one or more series [[t, value], ...] as SVG (value null = gap).
 function lineChart(series, opts) {
-  const W = opts.width || 620, H = opts.height || 200, L = 64, R = 10, T = 10, B = 24;
+  const W = opts.width || 560, H = opts.height || 200, L = 64, R = 10, T = 10, B = 24;
   const pts = series.flatMap(s => s.points.filter(p => p[1] !== null));
   const root = svg("svg", {width: W, height: H, viewBox: `0 0 ${W} ${H}`, "class": "lag-chart",
                            role: "img", "aria-label": opts.label || "lag over time"});
