@@ -23,15 +23,23 @@ or an offsets tool validating a value), never the consumer's hot path.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from zkconsumer.errors import DecodeError, MisalignedOffsetError
-from zkconsumer.protocol import LATEST_TIME, decode_message_set
+from zkconsumer.protocol import LATEST_TIME, FetchResponse, decode_message_set
 
-if TYPE_CHECKING:
-    from zkconsumer.client.simple import SimpleConsumer
+__all__ = ["Alignment", "Broker", "check_alignment", "misaligned_error"]
 
-__all__ = ["Alignment", "check_alignment", "misaligned_error"]
+
+class Broker(Protocol):
+    """The two requests the walk needs -- what `SimpleConsumer` offers (which uses this module,
+    so it is named structurally here rather than imported)."""
+
+    def offsets(self, topic: str, partition: int, time: int,
+                max_offsets: int = 1) -> list[int]: ...
+
+    def fetch(self, topic: str, partition: int, offset: int,
+              max_size: int | None = None) -> FetchResponse: ...
 
 _LEN = struct.Struct(">i")
 #: A message entry is at least its magic byte and CRC (magic 0: 5 bytes after the length).
@@ -58,7 +66,7 @@ class Alignment(NamedTuple):
     detail: str
 
 
-def check_alignment(consumer: SimpleConsumer, topic: str, partition: int, offset: int, *,
+def check_alignment(consumer: Broker, topic: str, partition: int, offset: int, *,
                     max_scan: int = DEFAULT_MAX_SCAN) -> Alignment:
     """Walk message lengths from the segment start below ``offset`` (module docstring).
 
@@ -95,7 +103,7 @@ def check_alignment(consumer: SimpleConsumer, topic: str, partition: int, offset
                      f"more than {max_scan} bytes from the segment start {segment}")
 
 
-def _confirm(consumer: SimpleConsumer, topic: str, partition: int, start: int,
+def _confirm(consumer: Broker, topic: str, partition: int, start: int,
              end: int) -> Alignment:
     """The offset lies in ``[start, end)`` if that really is one valid message."""
     if end - start <= _CONFIRM_MAX:

@@ -38,12 +38,11 @@ Rules (REFERENCE §2.1-2.4 plus the fixes asked of us):
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
-
-from kazoo.exceptions import KazooException
 
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.delivery import Delivery
@@ -54,7 +53,7 @@ from zkconsumer.consumer.view import read_view
 from zkconsumer.errors import ConsumerError, RebalanceFailedError, ZkConsumerError
 from zkconsumer.zk.paths import BROKER_TOPICS, consumer_id_path, consumer_ids_path, topic_path
 from zkconsumer.zk.session import SessionState, ZkSession
-from zkconsumer.zk.watch import ChildrenWatch
+from zkconsumer.zk.watch import ChildrenWatch, watch_exists
 
 __all__ = ["Coordinator"]
 
@@ -397,14 +396,13 @@ class Coordinator:
                 if not remaining:
                     self._kick.set()
 
-        if conflicts:
-            try:
-                for path in sorted(remaining):
-                    if self.session.client.exists(
-                            path, watch=lambda _event, p=path: deleted(p)) is None:
-                        deleted(path)
-            except KazooException:  # connection trouble: wait the whole backoff
+        for path in sorted(remaining):
+            exists = watch_exists(self.session, path, functools.partial(deleted, path))
+            if exists is None:  # connection trouble: wait the whole backoff
                 remaining.add("")
+                break
+            if not exists:
+                deleted(path)
         deadline = self._clock() + seconds
         while not self._closing.is_set():
             if self._triggered:

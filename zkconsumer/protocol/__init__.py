@@ -15,7 +15,6 @@ and ``ZKCONSUMER_PURE=1`` in the environment forces the pure path.
 from __future__ import annotations
 
 from zkconsumer.protocol.accel import IMPLEMENTATION as DECODER
-from zkconsumer.protocol.accel import active_decoder
 from zkconsumer.protocol.batch import MessageBatch, decode_batch
 from zkconsumer.protocol.compression import compress, decompress
 from zkconsumer.protocol.constants import (
@@ -35,6 +34,7 @@ from zkconsumer.protocol.messageset import (
     DecodedSet,
     SetInfo,
     ShallowMessage,
+    active_decoder,
     decode_message_set,
     iter_shallow,
     validate_message_set,

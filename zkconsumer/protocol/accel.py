@@ -20,7 +20,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["API_VERSION", "IMPLEMENTATION", "REASON", "active_decoder", "load"]
+__all__ = ["API_VERSION", "IMPLEMENTATION", "REASON", "load"]
 
 #: The extension interface this Python code expects (``_speedups.API_VERSION``).
 API_VERSION = 3
@@ -45,13 +45,8 @@ def load() -> tuple[ModuleType | None, str]:
 
 
 _module, REASON = load()
-#: ``"compiled"`` or ``"pure"``: the decoder `decode_message_set` uses in this process.
+#: ``"compiled"`` or ``"pure"``: the decoder `decode_message_set` uses by default in this
+#: process (``messageset.active_decoder()`` says what it uses right now).
 IMPLEMENTATION = "compiled" if _module is not None else "pure"
 speedups: ModuleType | None = _module
 
-
-def active_decoder() -> str:
-    """``"compiled"`` or ``"pure"``: what `decode_message_set` runs right now."""
-    from zkconsumer.protocol import messageset  # imports this module: import it lazily
-
-    return "compiled" if messageset._speedups is not None else "pure"

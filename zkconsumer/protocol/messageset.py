@@ -39,6 +39,7 @@ __all__ = [
     "DecodedSet",
     "SetInfo",
     "ShallowMessage",
+    "active_decoder",
     "decode_message_set",
     "decode_message_set_pure",
     "iter_shallow",
@@ -156,6 +157,11 @@ def _expand(payload: bytes, codec: Compression, offset: int, max_inflated: int) 
 _speedups = accel.speedups
 #: The compiled walk computes offsets in int64: bigger arguments take the pure path.
 _C_LIMIT = 1 << 62
+
+
+def active_decoder() -> str:
+    """``"compiled"`` or ``"pure"``: what `decode_message_set` runs right now."""
+    return "compiled" if _speedups is not None else "pure"
 
 
 def _inflate_at(codec: int, payload: bytes, max_size: int, offset: int) -> bytes:

@@ -20,12 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["COLUMNS", "FORMAT_NAME", "SCHEMA_DDL", "register"]
+from zkconsumer.spark.schema import COLUMNS, FORMAT_NAME, SCHEMA_DDL
 
-FORMAT_NAME = "kafka07"
-COLUMNS = ("topic", "broker_id", "partition", "offset", "next_offset", "value")
-SCHEMA_DDL = ("topic string, broker_id int, partition int, offset long, next_offset long, "
-              "value binary")
+__all__ = ["COLUMNS", "FORMAT_NAME", "SCHEMA_DDL", "register"]
 
 
 def register(spark: Any) -> None:

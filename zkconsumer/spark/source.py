@@ -26,7 +26,6 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from zkconsumer.errors import ConfigurationError
-from zkconsumer.spark import FORMAT_NAME, SCHEMA_DDL
 from zkconsumer.spark.options import (
     ReadOptions,
     parse_read_options,
@@ -34,24 +33,15 @@ from zkconsumer.spark.options import (
 )
 from zkconsumer.spark.planning import (
     Cluster,
-    LogRange,
-    SegmentRange,
     plan_cluster_read,
     plan_logdir_read,
 )
-from zkconsumer.spark.reader import read_log_range, read_segment_range
+from zkconsumer.spark.schema import FORMAT_NAME, SCHEMA_DDL
+from zkconsumer.spark.tasks import RangePartition, read_partition
 
-__all__ = ["Kafka07BatchReader", "Kafka07DataSource", "RangePartition"]
+__all__ = ["Kafka07BatchReader", "Kafka07DataSource"]
 
 log = logging.getLogger(__name__)
-
-
-class RangePartition(InputPartition):  # type: ignore[misc]
-    """One Spark task: a `LogRange` (via a broker) or a `SegmentRange` (a segment file)."""
-
-    def __init__(self, value: LogRange | SegmentRange) -> None:
-        super().__init__(value)
-        self.value = value
 
 
 class Kafka07BatchReader(DataSourceReader):  # type: ignore[misc]
@@ -74,17 +64,6 @@ class Kafka07BatchReader(DataSourceReader):  # type: ignore[misc]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(self.opts, partition.value)
-
-
-def read_partition(opts: ReadOptions, value: LogRange | SegmentRange | None
-                   ) -> Iterator[pa.RecordBatch]:
-    """Executor side of batch and streaming reads (always an iterator; may be empty)."""
-    if value is None:
-        return iter(())
-    if isinstance(value, SegmentRange):
-        return read_segment_range(value, skip_corrupt=opts.skip_corrupt)
-    return read_log_range(value, fetch_size=opts.fetch_size, max_fetch_size=opts.max_fetch_size,
-                          socket_timeout=opts.socket_timeout)
 
 
 class Kafka07DataSource(DataSource):  # type: ignore[misc]

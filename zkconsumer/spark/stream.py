@@ -48,7 +48,7 @@ from zkconsumer.errors import ConfigurationError
 from zkconsumer.protocol import decode_message_set
 from zkconsumer.spark.options import Offsets, ReadOptions
 from zkconsumer.spark.planning import Cluster, LogRange, PartitionInfo, plan_cluster_read
-from zkconsumer.spark.source import RangePartition, read_partition
+from zkconsumer.spark.tasks import RangePartition, read_partition
 
 __all__ = ["Kafka07StreamReader", "share_budget"]
 

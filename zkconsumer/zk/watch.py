@@ -44,7 +44,7 @@ from kazoo.protocol.states import WatchedEvent
 
 from zkconsumer.zk.session import ZkSession
 
-__all__ = ["ChildrenWatch", "watch_children"]
+__all__ = ["ChildrenWatch", "watch_children", "watch_exists"]
 
 log = logging.getLogger(__name__)
 
@@ -133,3 +133,17 @@ def watch_children(session: ZkSession, path: str,
                    callback: Callable[[list[str]], Any]) -> ChildrenWatch:
     """Subscribe ``callback`` to the children of ``path`` (which may not exist yet)."""
     return ChildrenWatch(session, path, callback)
+
+
+def watch_exists(session: ZkSession, path: str, on_event: Callable[[], Any]) -> bool | None:
+    """Does ``path`` exist?  None when ZooKeeper could not say (connection trouble).
+
+    When it answered, a one-shot watch calls ``on_event()`` on the next event of that node
+    (created, deleted, changed, or the connection lost): the caller re-checks.  For waits on
+    another member's znode (the consumer's rebalance backoff) without kazoo outside `zk`.
+    """
+    try:
+        stat = session.client.exists(path, watch=lambda _event: on_event())
+    except KazooException:
+        return None
+    return stat is not None

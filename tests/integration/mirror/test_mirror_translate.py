@@ -12,11 +12,11 @@ from fixtures.tansu import create_topic
 from fixtures.waiting import wait_until
 from mirror_helpers import committed, log_ends, produce
 
+from zkconsumer import cli
 from zkconsumer.client import SimpleConsumer
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.consumer.group import GroupConsumer
 from zkconsumer.consumer.subscription import Subscription
-from zkconsumer.mirror.cli import run_cli
 from zkconsumer.protocol import Compression
 from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import ZkSession
@@ -87,10 +87,10 @@ def test_translate_positions_a_target_group_where_the_07_group_stopped(
     args = ["translate", "--zk", zk_connect, "--group", "billing", "--mirror-group", "m",
             "--to", tansu.url, "--target-group", "billing-new",
             "--topic-map", "orders:orders-new,a:merged,b:merged"]
-    assert run_cli(args) == 0
+    assert cli.main(["mirror", *args]) == 0
     dry = capsys.readouterr()
     assert "dry run" in dry.err and "target topic" in dry.out
-    assert run_cli([*args, "--apply"]) == 0
+    assert cli.main(["mirror", *args, "--apply"]) == 0
     plan = capsys.readouterr().out
     replayed = sum(int(line.split()[4]) for line in plan.splitlines()[1:]
                    if line.startswith("merged"))
@@ -113,15 +113,15 @@ def test_translate_positions_a_target_group_where_the_07_group_stopped(
 
     # refusals: a live member of the 0.7 group, and a group ahead of what the mirror copied
     with GroupConsumer(config, Subscription(topics={"orders": 1})) as live:
-        assert run_cli(args) == 1
+        assert cli.main(["mirror", *args]) == 1
         assert "still has live members" in capsys.readouterr().err
-        assert run_cli([*args, "--force"]) == 0
+        assert cli.main(["mirror", *args, "--force"]) == 0
         capsys.readouterr()
         produce(zk_connect, "orders", [b"late"] * 10)
         got = 0
         while got < sum(want_orders.values()) + 10:
             got += len(live.poll_batch(1000, 10.0))
         live.commit()
-    assert run_cli([*args, "--apply"]) == 1
+    assert cli.main(["mirror", *args, "--apply"]) == 1
     err = capsys.readouterr().err
     assert "refused: orders/" in err and "bytes behind" in err
