@@ -22,6 +22,7 @@ import textwrap
 from zkconsumer.consumer.groupinfo import GroupReport, describe_group, list_groups
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.zk.paths import group_path
+from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 from zkconsumer.zk.session import ZkSession
 
 HELP = "inspect consumer groups: list, describe (owners, offsets, lag), verify the rebalance"
@@ -80,6 +81,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       help="exit 1 if a partition has no owner or an owner that is not live")
     desc.add_argument("--no-log-end", action="store_true",
                       help="do not ask the brokers for the log end (no lag column)")
+    for p in (lst, desc):
+        add_zk_security_arguments(p)
 
 
 def _print_report(report: GroupReport) -> None:
@@ -118,7 +121,7 @@ def _n(value: int | None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    with ZkSession(args.zk) as session:
+    with ZkSession(args.zk, security=zk_security_from(args)) as session:
         if args.group_command == "list":
             for group in list_groups(session):
                 print(group)

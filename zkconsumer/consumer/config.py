@@ -23,10 +23,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.zk.security import ZkSecurity
+from zkconsumer.zk.security_config import split_security_properties, zk_security_from
 
 __all__ = ["AUTO_OFFSET_RESETS", "ConsumerConfig"]
 
@@ -74,6 +76,8 @@ class ConsumerConfig:
     zk_session_timeout_ms: int = 6000
     zk_connection_timeout_ms: int = 6000
     auto_ack: bool = True
+    # ZooKeeper TLS/SASL/digest and znode ACLs (zk.tls.*, zk.sasl.*, ...: docs/operations.md)
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
     # Additions (documented in docs/consumer.md and docs/architecture.md):
     zk_synctime_ms: int = 2000
     shallow_iterator_enable: bool = False
@@ -136,7 +140,8 @@ class ConsumerConfig:
         0.7.0's ``backoff.increment.ms`` is read as ``fetcher.backoff.ms`` when the latter is
         absent.
         """
-        kwargs: dict[str, Any] = {}
+        security, props = split_security_properties(props)
+        kwargs: dict[str, Any] = {"zk_security": zk_security_from(None, security)}
         unknown: list[str] = []
         ignored: list[str] = []
         for key, raw in props.items():

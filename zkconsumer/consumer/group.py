@@ -70,7 +70,8 @@ class GroupConsumer:
         self._delivery = Delivery(config.queuedchunks_max, config.auto_ack, self._stats, clock)
         self._session = ZkSession(config.zk_connect,
                                   session_timeout_ms=config.zk_session_timeout_ms,
-                                  connection_timeout_ms=config.zk_connection_timeout_ms)
+                                  connection_timeout_ms=config.zk_connection_timeout_ms,
+                                  security=config.zk_security)
         self._coordinator = Coordinator(config, subscription, self._session, self.consumer_id,
                                         self._delivery, self._stats, self._listeners,
                                         sleep=sleep, clock=clock)

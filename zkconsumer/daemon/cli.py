@@ -21,6 +21,7 @@ from typing import Any
 from zkconsumer.daemon.config import build_config
 from zkconsumer.daemon.formats import FORMATS, VALUE_ENCODINGS
 from zkconsumer.daemon.runner import Daemon
+from zkconsumer.zk.security_config import add_zk_security_arguments
 
 HELP = "run a consumer-group member that feeds a file, a command or a Python handler"
 
@@ -118,6 +119,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
     o.add_argument("--log-format", choices=["text", "json"], default="text",
                    help="text lines or one JSON object per line (default text)")
+    add_zk_security_arguments(parser)
 
 
 class JsonFormatter(logging.Formatter):

@@ -28,6 +28,7 @@ from zkconsumer.daemon.formats import EXEC_FORMATS, OUTPUT_FORMATS, VALUE_ENCODI
 from zkconsumer.errors import ConfigurationError, InvalidTopicError, UsageError
 from zkconsumer.properties import load_properties
 from zkconsumer.protocol import validate_topic
+from zkconsumer.zk.security_config import zk_security_from
 
 __all__ = [
     "CONSUMER_KEYS",
@@ -188,6 +189,7 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
         raise ConfigurationError("give --zk HOST:PORT[/chroot] (or zk.connect in --config)")
     if "group_id" not in overrides and "groupid" not in props:
         raise ConfigurationError("give --group GROUP (or groupid in --config)")
+    overrides["zk_security"] = zk_security_from(args, props)  # flags over properties
     base = ConsumerConfig.from_properties(props, **overrides)
     consumer = base.replace(auto_ack=False, autocommit_enable=False)
     subscription = _subscription(args, default_streams=args.streams or base.num_streams)

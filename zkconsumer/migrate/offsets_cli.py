@@ -37,6 +37,7 @@ from zkconsumer.migrate.offsets import (
 )
 from zkconsumer.protocol import LATEST_TIME
 from zkconsumer.zk.paths import group_path
+from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 from zkconsumer.zk.session import ZkSession
 
 HELP = "query a broker's offsets; export, import or reset consumer-group offsets in ZooKeeper"
@@ -166,6 +167,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     reset.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
     reset.add_argument("--force", action="store_true",
                        help="write even if the group has live members")
+    for p in (exp, imp, reset):
+        add_zk_security_arguments(p)
 
 
 def _query(args: argparse.Namespace) -> int:
@@ -204,7 +207,7 @@ def main(args: argparse.Namespace) -> int:
     command = args.offsets_command
     if command is None:
         return _query(args)
-    with ZkSession(args.zk) as session:
+    with ZkSession(args.zk, security=zk_security_from(args)) as session:
         if command == "export":
             missing = [g for g in args.group or () if not session.exists(group_path(g))]
             if missing:

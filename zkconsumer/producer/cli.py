@@ -34,6 +34,7 @@ from zkconsumer.errors import (
 from zkconsumer.producer.config import ProducerConfig
 from zkconsumer.producer.producer import Producer
 from zkconsumer.properties import load_properties, parse_settings
+from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 
 HELP = "send lines (or length-prefixed records) from stdin to a topic"
 
@@ -84,6 +85,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="settings", action="append", default=[],
                         metavar="KEY=VALUE", help="a producer property (0.7 name); repeatable")
     parser.add_argument("--config", metavar="FILE", help="a producer.properties file")
+    add_zk_security_arguments(parser)
 
 
 def build_config(args: argparse.Namespace) -> ProducerConfig:
@@ -108,7 +110,7 @@ def build_config(args: argparse.Namespace) -> ProducerConfig:
     if not props.get("zk.connect") and not props.get("broker.list"):
         raise ConfigurationError("give --zk HOST:PORT[/chroot] or --broker-list ID:HOST:PORT,... "
                                  "(or zk.connect / broker.list in --config)")
-    return ProducerConfig.from_properties(props)
+    return ProducerConfig.from_properties(props, zk_security=zk_security_from(args, props))
 
 
 def read_lines(stream: BinaryIO) -> Iterator[bytes]:

@@ -103,7 +103,8 @@ class ZkClusterView:
         self._retry_wait = retry_wait
         self.session = ZkSession(config.zk_connect,
                                  session_timeout_ms=config.zk_session_timeout_ms,
-                                 connection_timeout_ms=config.zk_connection_timeout_ms)
+                                 connection_timeout_ms=config.zk_connection_timeout_ms,
+                                 security=config.zk_security)
         self.session.start()
         self._lock = threading.Lock()
         self._brokers: dict[int, BrokerInfo] = {}

@@ -29,11 +29,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.protocol import Compression
+from zkconsumer.zk.security import ZkSecurity
+from zkconsumer.zk.security_config import split_security_properties, zk_security_from
 
 __all__ = ["PARTITIONERS", "PRODUCER_TYPES", "ProducerConfig", "StaticBroker", "parse_codec"]
 
@@ -118,6 +120,8 @@ class ProducerConfig:
     zk_read_num_retries: int = 3
     zk_session_timeout_ms: int = 6000
     zk_connection_timeout_ms: int = 6000
+    # ZooKeeper TLS/SASL/digest and znode ACLs (zk.tls.*, zk.sasl.*, ...: docs/operations.md)
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
 
     def __post_init__(self) -> None:
         if (self.zk_connect is None) == (self.broker_list is None):
@@ -175,7 +179,8 @@ class ProducerConfig:
     @classmethod
     def from_properties(cls, props: Mapping[str, str], **overrides: Any) -> ProducerConfig:
         """Build from 0.7 property names (REFERENCE §3.3); ``overrides`` use python names."""
-        kwargs: dict[str, Any] = {}
+        security, props = split_security_properties(props)
+        kwargs: dict[str, Any] = {"zk_security": zk_security_from(None, security)}
         unknown: list[str] = []
         for key, raw in props.items():
             if key in _PROPS:

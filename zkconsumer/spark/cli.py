@@ -25,6 +25,11 @@ from typing import Any
 
 from zkconsumer.errors import ConfigurationError, UsageError
 from zkconsumer.properties import parse_settings
+from zkconsumer.zk.security_config import (
+    add_zk_security_arguments,
+    zk_security_from,
+    zk_security_options,
+)
 
 HELP = "export a Kafka 0.7 topic (live cluster or log directory) to Parquet/JSON with Spark"
 
@@ -91,6 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "broker_id is null)")
     parser.add_argument("--progress", action="store_true",
                         help="show the progress line even when stderr is not a terminal")
+    add_zk_security_arguments(parser)
 
 
 def _offsets_arg(spark: Any, value: str, out: str, flag: str) -> str:
@@ -127,6 +133,8 @@ def build_options(args: argparse.Namespace) -> dict[str, str]:
             options[key] = str(value)
     if args.skip_corrupt:
         options["skipCorrupt"] = "true"
+    if args.zk:  # paths and user names only: Spark logs its options
+        options.update(zk_security_options(zk_security_from(args)))
     return options
 
 

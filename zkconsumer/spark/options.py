@@ -21,6 +21,8 @@ from typing import Literal
 
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.protocol import Compression, validate_topic
+from zkconsumer.zk.security import ZkSecurity
+from zkconsumer.zk.security_config import is_security_key, zk_security_from
 
 __all__ = [
     "EARLIEST",
@@ -89,6 +91,9 @@ class ReadOptions:
     skip_corrupt: bool = False
     max_bytes_per_trigger: int | None = None
     commit_to_group: str | None = None
+    # zk.tls.*, zk.sasl.user, zk.digest.user, zk.password.file, zk.acl: file paths and user
+    # names only -- an executor reads the password from zk.password.file or its environment
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
 
     def topic_matches(self, topic: str) -> bool:
         if self.pattern is not None:
@@ -105,6 +110,7 @@ class WriteOptions:
     topic: str | None = None
     compression: Compression = Compression.NONE
     batch_size: int = 200
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
 
 
 def parse_brokers(text: str, option: str = "brokers") -> dict[int, tuple[str, int]]:
@@ -285,6 +291,7 @@ def parse_read_options(opts: Mapping[str, str]) -> ReadOptions:
         skip_corrupt=_bool(opts, "skipCorrupt", False),
         max_bytes_per_trigger=None if max_bytes is None else _int(opts, "maxBytesPerTrigger", 0),
         commit_to_group=group,
+        zk_security=_zk_security(opts),
     )
 
 
@@ -308,4 +315,9 @@ def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
         topic=topics[0] if topics else None,
         compression=codecs[codec],
         batch_size=_int(opts, "batchSize", 200),
+        zk_security=_zk_security(opts),
     )
+
+
+def _zk_security(opts: Mapping[str, str]) -> ZkSecurity:
+    return zk_security_from(None, {k: v for k, v in opts.items() if is_security_key(k)})

@@ -155,7 +155,8 @@ class Cluster:
         if self._session is None:
             if not self.opts.zk_connect:
                 raise ConfigurationError("this needs the option zookeeper.connect")
-            self._session = ZkSession(self.opts.zk_connect).start()
+            self._session = ZkSession(self.opts.zk_connect,
+                                      security=self.opts.zk_security).start()
         return self._session
 
     def consumer(self, host: str, port: int) -> SimpleConsumer:

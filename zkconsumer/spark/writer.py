@@ -88,7 +88,7 @@ class Kafka07Writer(DataSourceArrowWriter):  # type: ignore[misc]
         return Producer(ProducerConfig(
             zk_connect=self.opts.zk_connect, broker_list=brokers or None,
             producer_type="sync", confirm=True, compression_codec=self.opts.compression,
-            batch_size=self.opts.batch_size))
+            batch_size=self.opts.batch_size, zk_security=self.opts.zk_security))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
         from pyspark import TaskContext

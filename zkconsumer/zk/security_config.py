@@ -44,6 +44,8 @@ from zkconsumer.zk.security import PASSWORD_ENV, Secret, ZkAcl, ZkSecurity
 
 __all__ = [
     "add_zk_security_arguments",
+    "is_security_key",
+    "split_security_properties",
     "zk_security_from",
     "zk_security_from_options",
     "zk_security_options",
@@ -159,6 +161,22 @@ def zk_security_from(args: argparse.Namespace | None = None,
         digest_user=pick("zk_digest_user", ("zk.digest.user",), "ZKCONSUMER_ZK_DIGEST_USER"),
         password_file=password_file, password=password,
         acl=ZkAcl(pick("zk_acl", ("zk.acl",), "ZKCONSUMER_ZK_ACL") or "open"))
+
+
+_KEY_PREFIXES = ("zk.tls", "zk.sasl.", "zk.digest.", "zk.password", "zk.acl", "zookeeper.ssl.",
+                 "zookeeper.client.secure", "zookeeper.sasl.", "java.security.auth.login.config")
+
+
+def is_security_key(key: str) -> bool:
+    """Whether a ``.properties`` key belongs to the ZooKeeper security settings."""
+    return key.startswith(_KEY_PREFIXES)
+
+
+def split_security_properties(props: Mapping[str, str]) -> tuple[dict[str, str],
+                                                                  dict[str, str]]:
+    """``(security keys, the rest)`` so a config reader warns only about truly unknown keys."""
+    sec = {k: v for k, v in props.items() if is_security_key(k)}
+    return sec, {k: v for k, v in props.items() if k not in sec}
 
 
 def zk_security_options(security: ZkSecurity) -> dict[str, str]:
