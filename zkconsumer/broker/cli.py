@@ -24,6 +24,7 @@ from typing import Any
 from zkconsumer.broker.config import BrokerConfig
 from zkconsumer.broker.server import Broker
 from zkconsumer.properties import load_properties, parse_settings
+from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 
 HELP = "run a Kafka 0.7.2-compatible dev broker (0.7 wire protocol, segment files, ZooKeeper)"
 
@@ -82,10 +83,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-request-size", type=int, metavar="BYTES",
                         help="max.socket.request.bytes (default 104857600)")
     parser.add_argument("--host", metavar="H",
-                        help="hostname advertised in /brokers/ids/N (default: this "
-                             "machine's IP)")
+                        help="hostname advertised in /brokers/ids/N (default: the --bind "
+                             "address; this machine's IP with --bind 0.0.0.0)")
     parser.add_argument("--bind", metavar="ADDR",
-                        help="address to listen on (default: all interfaces)")
+                        help="address to listen on (default: 127.0.0.1, loopback only; "
+                             "0.0.0.0 = all interfaces, e.g. in a container)")
     parser.add_argument("--zk-session-timeout-ms", type=int, metavar="MS",
                         help="zk.sessiontimeout.ms (default 6000)")
     parser.add_argument("--registration-wait-ms", type=int, metavar="MS",
@@ -97,6 +99,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "old name)")
     parser.add_argument("--config", metavar="server.properties",
                         help="a Kafka 0.7 server.properties file (flags override it)")
+    add_zk_security_arguments(parser)
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
@@ -115,6 +118,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         overrides["flush_scheduler_interval_ms"] = args.flush_ms
     if args.fsync:
         overrides["fsync"] = True
+    overrides["zk_security"] = zk_security_from(args, props)
     return BrokerConfig.from_properties(props, **overrides)
 
 

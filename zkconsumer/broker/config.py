@@ -27,6 +27,8 @@ from types import MappingProxyType
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.zk.security import ZkSecurity
+from zkconsumer.zk.security_config import split_security_properties, zk_security_from
 
 __all__ = ["INT_MAX", "PROPERTY_NAMES", "BrokerConfig", "parse_topic_map"]
 
@@ -122,10 +124,13 @@ class BrokerConfig:
     broker_id: int
     log_dir: str
     port: int = 6667
-    #: advertised host in /brokers/ids/N; None = this machine's IP (like the reference)
+    #: advertised host in /brokers/ids/N; None = the bind address when that is one address,
+    #: else this machine's IP (like the reference)
     host: str | None = None
-    #: address the server socket binds to ("" = all interfaces, like the reference)
-    bind: str = ""
+    #: address the server socket binds to: loopback unless told otherwise (0.7 brokers have
+    #: no authentication, so a dev broker is not put on the network by default); "" or
+    #: "0.0.0.0" = all interfaces, as the reference does (containers: compose/ sets it)
+    bind: str = "127.0.0.1"
     num_partitions: int = 1
     topic_partitions: Mapping[str, int] = field(default_factory=dict)
     log_file_size: int = 1024 * 1024 * 1024
@@ -152,6 +157,8 @@ class BrokerConfig:
     enable_zookeeper: bool = True
     zk_session_timeout_ms: int = 6000
     zk_connection_timeout_ms: int = 6000
+    #: ZooKeeper TLS/SASL/digest and the ACL of our registrations (zk.tls.*, zk.acl, ...)
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
     #: how long to retry when /brokers/ids/N is held by someone else before refusing to start
     #: (0 = refuse at once, like the reference; useful after a kill -9 within the session timeout)
     registration_wait_ms: int = 0
@@ -238,7 +245,8 @@ class BrokerConfig:
 
         ``log.default.flush.interval.ms`` defaults to the scheduler interval, as in 0.7.2.
         """
-        kwargs: dict[str, Any] = {}
+        security, props = split_security_properties(props)
+        kwargs: dict[str, Any] = {"zk_security": zk_security_from(None, security)}
         for key, text in props.items():
             name = PROPERTY_NAMES.get(key)
             if name is None:

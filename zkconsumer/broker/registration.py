@@ -36,6 +36,7 @@ from zkconsumer.zk.paths import (
     encode_partition_count,
     topic_broker_path,
 )
+from zkconsumer.zk.security import ZkSecurity
 from zkconsumer.zk.session import ZkSession
 
 __all__ = ["BrokerRegistrar", "default_host", "ensure_chroot"]
@@ -51,7 +52,8 @@ def default_host() -> str:
         return "127.0.0.1"
 
 
-def ensure_chroot(connect: str, *, timeout_ms: int = 6000) -> None:
+def ensure_chroot(connect: str, *, timeout_ms: int = 6000,
+                  security: ZkSecurity | None = None) -> None:
     """Create the chroot of a connect string (``host:port/chroot``) if it is missing.
 
     A chroot that does not exist makes every create under it fail; the reference leaves
@@ -61,7 +63,7 @@ def ensure_chroot(connect: str, *, timeout_ms: int = 6000) -> None:
     if slash < 0 or connect[slash:] in ("", "/"):
         return
     session = ZkSession(connect[:slash], session_timeout_ms=timeout_ms,
-                        connection_timeout_ms=timeout_ms)
+                        connection_timeout_ms=timeout_ms, security=security)
     session.start()
     try:
         session.ensure_persistent(connect[slash:].rstrip("/"))
@@ -75,14 +77,14 @@ class BrokerRegistrar:
     def __init__(self, connect: str, broker_id: int, host: str, port: int, *,
                  partition_count: Callable[[str], int],
                  session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
-                 registration_wait_ms: int = 0) -> None:
+                 registration_wait_ms: int = 0, security: ZkSecurity | None = None) -> None:
         self.broker_id = broker_id
         self.host = host
         self.port = port
         self._partition_count = partition_count
         self._registration_wait_ms = registration_wait_ms
         self.session = ZkSession(connect, session_timeout_ms=session_timeout_ms,
-                                 connection_timeout_ms=connection_timeout_ms)
+                                 connection_timeout_ms=connection_timeout_ms, security=security)
         self._topics: list[str] = []
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
@@ -94,7 +96,8 @@ class BrokerRegistrar:
     # ---------------------------------------------------------------- lifecycle
     def start(self, topics: Iterable[str]) -> None:
         """Connect, register the broker (or raise), then every topic already on disk."""
-        ensure_chroot(self.session.connect, timeout_ms=self.session.connection_timeout_ms)
+        ensure_chroot(self.session.connect, timeout_ms=self.session.connection_timeout_ms,
+                      security=self.session.security)
         self.session.start()
         try:
             self._register_broker(initial=True)

@@ -55,7 +55,8 @@ class Broker:
         self.config = config
         self.broker_id = config.broker_id
         self.log_dir = config.log_dir
-        self.host = config.host or default_host()
+        self.host = config.host or (default_host() if config.bind in ("", "0.0.0.0", "::")
+                                    else config.bind)
         self.port = config.port
         self.manager: LogManager | None = None
         self.handler: RequestHandler | None = None
@@ -87,7 +88,8 @@ class Broker:
                     partition_count=self.manager.partition_count,
                     session_timeout_ms=self.config.zk_session_timeout_ms,
                     connection_timeout_ms=self.config.zk_connection_timeout_ms,
-                    registration_wait_ms=self.config.registration_wait_ms)
+                    registration_wait_ms=self.config.registration_wait_ms,
+                    security=self.config.zk_security)
                 self.registrar.start(self.manager.topics())
             self.manager.start()
         except BaseException:
