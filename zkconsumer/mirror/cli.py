@@ -6,6 +6,8 @@
                       [--key-regex RE] [--create-topics --partitions N --replication-factor R]
                       [--config consumer.properties] [--set k=v ...] [--metrics-port P]
                       [--progress]
+    zkconsumer mirror --from kafka://HOST:PORT[,...] --group G --topic T ...
+                      --to kafka07://ZK[/chroot] [--topic-map ...] [--partitioning ...]
     zkconsumer mirror verify --zk ZK --group G --to URL [--topic-map ...] [--topic T ...]
                       [--method read|offsets] [--payloads] [--allow-duplicates]
 
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -57,6 +58,8 @@ examples:
   zkconsumer mirror --zk zk1:2181/kafka07 --group mirror-to-new --whitelist 'events\\..*' \\
       --to kafka://kafka1:9092,kafka2:9092 --metrics-port 9310 --progress
   zkconsumer mirror --zk zk1:2181/kafka07 --group m --topic orders:2 --to kafka07://zk9:2181/new
+  zkconsumer mirror --from kafka://kafka1:9092 --group bridge --topic orders \
+      --to kafka07://zk1:2181/kafka07 --partitioning hash   # the bridge, modern -> 0.7
   zkconsumer mirror verify --zk zk1:2181/kafka07 --group mirror-to-new --to kafka://kafka1:9092
 
 exit status: 0 stopped cleanly by a signal, 1 fatal error (bad setting, missing target topic
@@ -113,6 +116,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--at-least-once", action="store_true",
                         help="kafka:// target without transactions: commit after in-order "
                              "acks (duplicates after a crash); default is exactly-once")
+    parser.add_argument("--from", dest="from_url", metavar="kafka://HOST:PORT[,...]",
+                        help="the bridge: read this modern cluster (as consumer group --group, "
+                             "read_committed) and write into the 0.7 cluster of --to "
+                             "kafka07://ZK; default: the source is the 0.7 cluster at --zk")
     sub = parser.add_subparsers(dest="mirror_command", metavar="[verify|translate]")
     verify = sub.add_parser("verify", help="compare mirrored message counts, source vs target",
                             description="Count the source range the group committed and the "
@@ -231,14 +238,13 @@ def main(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from zkconsumer.consumer.config import ConsumerConfig
     from zkconsumer.mirror.config import MirrorConfig, parse_topic_map, split_properties
-    from zkconsumer.mirror.metrics import (
-        MirrorCollector,
-        MirrorMetrics,
-        MirrorProgress,
-        start_metrics_server,
-    )
-    from zkconsumer.mirror.runner import build_mirror
+    from zkconsumer.mirror.runner import build_mirror, describe_mode, telemetry
+    from zkconsumer.mirror.serve import serve
 
+    if args.from_url:
+        from zkconsumer.mirror.bridge_cli import run_bridge
+
+        return run_bridge(args, _load_props(args))
     consumer_props, mirror_props, target_props = split_properties(_load_props(args))
     target = _target(args)
     config = MirrorConfig.from_properties(
@@ -251,63 +257,11 @@ def _run(args: argparse.Namespace) -> int:
     consumer_config = ConsumerConfig.from_properties(consumer_props)
     subscription = _subscription(args)
 
-    bar = MirrorProgress(sys.stderr, interval=config.progress_interval_ms / 1000.0,
-                         force=args.progress) if args.progress else None
-    mirror_ref: list[Any] = []
-
-    def progress(snap: dict[str, Any]) -> None:
-        if bar is None or not mirror_ref:
-            return
-        stats = getattr(mirror_ref[0].consumer, "stats", None)
-        lags = [p["lag"] for p in getattr(stats, "partitions", {}).values()
-                if p.get("lag") is not None]
-        bar.update(snap, sum(lags) if lags else None, len(getattr(stats, "partitions", {})))
-
-    mirror = build_mirror(config, consumer_config, subscription,
-                          progress=progress if bar is not None else None)
-    mirror_ref.append(mirror)
-    server = None
-    if config.metrics_port is not None:
-        def partitions() -> dict[str, dict[str, Any]]:
-            return dict(mirror.consumer.stats.partitions)  # type: ignore[attr-defined,union-attr]
-
-        def health() -> tuple[bool, str]:
-            if mirror.stats.healthy:
-                return True, "ok"
-            return False, "target failing; retrying (offsets not advancing)"
-
-        server = start_metrics_server(
-            config.metrics_port, MirrorMetrics(MirrorCollector(mirror.stats, partitions)),
-            health, host=args.metrics_host)
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("signal %d: stopping (waiting for in-flight acks, then committing)", signum)
-        mirror.stop()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    from zkconsumer.mirror.runner import exactly_once
-
-    if exactly_once(config):
-        mode = (f"exactly-once: transactions, checkpoints in {config.checkpoint_topic}")
-    elif target.kind == "kafka":
-        mode = "at-least-once (--at-least-once): duplicates possible after a crash"
-    else:
-        mode = "at-least-once (kafka07:// targets have no transactions)"
-    log.info("mirroring %s of group %s -> %s (%s partitioning), %s", subscription,
-             consumer_config.group_id, target, config.partitioning.value, mode)
-    try:
-        mirror.run()
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-        if server is not None:
-            server.close()
-        if bar is not None:
-            bar.finish()
-    snap = mirror.stats.snapshot()
-    log.info("mirror stopped: %d messages (%d bytes) mirrored, %d target errors, %d retries",
-             snap["messages"], snap["bytes"], snap["target_errors"], snap["retries"])
-    return 0
+    mirror = build_mirror(config, consumer_config, subscription)
+    mode = (f"mirroring {subscription} of group {consumer_config.group_id} -> {target} "
+            f"({config.partitioning.value} partitioning), {describe_mode(config)}")
+    return serve(mirror, config, telemetry(mirror), mode=mode, metrics_host=args.metrics_host,
+                 show_progress=args.progress)
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -153,6 +153,7 @@ MIRROR_PROPERTIES: dict[str, str] = {
     "transaction.max.messages": "transaction_max_messages",
     "transaction.timeout.ms": "transaction_timeout_ms",
     "checkpoint.topic": "checkpoint_topic",
+    "bridge.flush.wait.ms": "flush_wait_ms",
 }
 _STRING_PROPERTIES = frozenset({"checkpoint.topic"})
 
@@ -192,6 +193,10 @@ class MirrorConfig:
     #: Exactly-once: the producer's commit/init timeout (and librdkafka transaction.timeout.ms).
     transaction_timeout_ms: int = 60000
     checkpoint_topic: str = "__zkconsumer_mirror_checkpoints"
+    #: Bridge (``--from kafka://``): how long a batch left by a crashed member may take to
+    #: show in the 0.7 broker's flushed end before it counts as not landed (the broker's
+    #: ``log.default.flush.interval.ms`` plus a margin).
+    flush_wait_ms: int = 10000
     #: ``target.*`` options, prefix stripped, values still strings (the target converts them).
     target_options: Mapping[str, str] = field(default_factory=dict)
     metrics_port: int | None = None
@@ -236,7 +241,7 @@ class MirrorConfig:
                       "shutdown_timeout_ms", "revoke_timeout_ms", "retry_backoff_ms",
                       "retry_backoff_max_ms", "progress_interval_ms",
                       "transaction_interval_ms", "transaction_max_messages",
-                      "transaction_timeout_ms"):
+                      "transaction_timeout_ms", "flush_wait_ms"):
             _positive(getattr(self, fname), "mirror." + _FIELD_TO_PROP[fname])
         if self.target.kind == "kafka" and self.exactly_once:
             validate_target_topic(self.checkpoint_topic)

@@ -39,6 +39,7 @@ from zkconsumer.errors import ConsumerError, TargetError, ZkConsumerError
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
+from zkconsumer.mirror.runtime import SourceView
 from zkconsumer.mirror.targets import Target
 from zkconsumer.mirror.tracker import AckTracker, Entry
 
@@ -139,7 +140,8 @@ class Mirror:
         self.consumer = consumer
         self.target = target
         self.stats = MirrorStats()
-        self._progress = progress
+        self.progress = progress
+        self.view: SourceView | None = None  # set by runner.build_mirror (lag, preserve)
         self._clock = clock
         self._stop = threading.Event()
         self._send_lock = threading.Lock()
@@ -224,8 +226,8 @@ class Mirror:
             if now >= next_commit:
                 self._commit()
                 next_commit = now + commit_every
-            if self._progress is not None and now >= next_progress:
-                self._progress(self.stats.snapshot())
+            if self.progress is not None and now >= next_progress:
+                self.progress(self.stats.snapshot())
                 next_progress = now + progress_every
 
     def _send(self, message: Any) -> None:

@@ -64,6 +64,7 @@ from zkconsumer.mirror.config import MirrorConfig, Partitioning
 from zkconsumer.mirror.engine import poll_parked, target_partitions
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
+from zkconsumer.mirror.runtime import SourceView
 from zkconsumer.mirror.targets import KafkaAdmin, producer_config
 
 __all__ = ["ExactlyOnceMirror", "transactional_id"]
@@ -162,7 +163,8 @@ class ExactlyOnceMirror:
         self.description = str(config.target)
         self._options = dict(config.target_options)
         self._client_id = client_id
-        self._progress = progress
+        self.progress = progress
+        self.view: SourceView | None = None  # set by runner.build_mirror (lag, preserve)
         self._closers = list(closers)
         self._clock = clock
         self._stop = threading.Event()
@@ -440,8 +442,8 @@ class ExactlyOnceMirror:
             if now >= next_commit:
                 self._zk_commit()
                 next_commit = now + commit_every
-            if self._progress is not None and now >= next_progress:
-                self._progress(self.stats.snapshot())
+            if self.progress is not None and now >= next_progress:
+                self.progress(self.stats.snapshot())
                 next_progress = now + progress_every
 
     def _produce(self, batch: Any) -> int:

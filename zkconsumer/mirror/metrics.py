@@ -44,6 +44,8 @@ class MirrorStats:
     log_bytes: int = 0  # exactly-once: 0.7 log bytes the committed transactions covered
     in_flight: int = 0
     partition_errors: int = 0  # source partitions parked (corrupt data, bad offset...)
+    looped: int = 0  # skipped: written by the other direction (no loops)
+    skipped: int = 0  # skipped: in the target already (written before a crash)
     healthy: bool = True  # False while a target failure is being retried
     started: float = field(default_factory=time.monotonic)
     per_topic: dict[str, list[int]] = field(default_factory=dict)  # topic -> [messages, bytes]
@@ -69,7 +71,7 @@ class MirrorStats:
                 "messages": self.messages, "bytes": self.bytes, "sent": self.sent,
                 "target_errors": self.target_errors, "retries": self.retries,
                 "commits": self.commits, "transactions": self.transactions,
-                "log_bytes": self.log_bytes,
+                "log_bytes": self.log_bytes, "looped": self.looped, "skipped": self.skipped,
                 "in_flight": self.in_flight,
                 "healthy": self.healthy, "elapsed": time.monotonic() - self.started,
                 "per_topic": {t: tuple(v) for t, v in self.per_topic.items()},
@@ -80,9 +82,13 @@ class MirrorCollector:
     """A prometheus_client custom collector over `MirrorStats` and the consumer's stats."""
 
     def __init__(self, stats: MirrorStats,
-                 partitions: Callable[[], dict[str, dict[str, Any]]] | None = None) -> None:
+                 partitions: Callable[[], dict[str, dict[str, Any]]] | None = None,
+                 behind: Callable[[], int | None] | None = None) -> None:
         self._stats = stats
         self._partitions = partitions
+        #: the end-to-end lag in messages when the engine knows it directly (the bridge's
+        #: source counts messages); else it is estimated from the byte lag (`lag_messages`)
+        self._behind = behind
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -113,6 +119,12 @@ class MirrorCollector:
         yield GaugeMetricFamily("zkconsumer_mirror_healthy",
                                 "1 when the target accepts writes, 0 while retrying",
                                 value=1 if snap["healthy"] else 0)
+        if self._behind is not None:
+            known = self._behind()
+            if known is not None:
+                yield GaugeMetricFamily("zkconsumer_mirror_lag_messages",
+                                        "End-to-end lag in messages (source records not yet "
+                                        "on the target)", value=known)
         if self._partitions is None:
             return
         lag = GaugeMetricFamily("zkconsumer_mirror_source_lag_bytes",
@@ -184,7 +196,10 @@ class MirrorProgress:
         self._stream = stream
         self._last = (time.monotonic(), 0)
 
-    def update(self, snap: dict[str, Any], lag_bytes: int | None, owned: int) -> str | None:
+    def update(self, snap: dict[str, Any], lag_bytes: int | None, owned: int,
+               behind: int | None = None) -> str | None:
+        """Redraw if due; ``behind``: the lag in messages when known directly (else
+        estimated from ``lag_bytes``, see `lag_messages`)."""
         text = self._bar.update(snap["messages"], snap["bytes"], lag_bytes, owned,
                                 snap["in_flight"])
         if text is None:
@@ -192,7 +207,8 @@ class MirrorProgress:
         now, txns = time.monotonic(), snap.get("transactions", 0)
         rate = (txns - self._last[1]) / max(1e-9, now - self._last[0])
         self._last = (now, txns)
-        behind = lag_messages(snap, lag_bytes)
+        if behind is None:
+            behind = lag_messages(snap, lag_bytes)
         extra = f"  txn/s {rate:,.1f}  lag {'?' if behind is None else f'{behind:,}'} msgs"
         self._stream.write(extra + "\x1b[K")
         self._stream.flush()

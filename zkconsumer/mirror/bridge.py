@@ -1,0 +1,350 @@
+"""The bridge: modern Kafka topics into a Kafka 0.7 cluster, nothing lost, no duplicates.
+
+``zkconsumer mirror --from kafka://HOST:PORT --group G --topic T --to kafka07://ZK`` runs one
+`Bridge`: a confluent-kafka consumer group member on the source (``isolation.level =
+read_committed``, auto-commit off) and a `zkconsumer.mirror.bridge_target.Kafka07Sink` on the
+target.  One thread, in rounds: poll up to ``mirror.poll.batch`` records, route each to a
+partition of its 0.7 topic, write every 0.7 partition's share as one confirmed batch under a
+ZooKeeper checkpoint, then -- only then -- let the source offsets move (committed every
+``mirror.commit.interval.ms``, and on every rebalance and at shutdown).
+
+Guarantees (docs/mirror.md, "The bridge"):
+
+* **Nothing lost.**  A source offset is committed only after the 0.7 broker confirmed every
+  record before it (a round is written whole before its offsets count).
+* **No duplicates when the bridge is the only writer of its 0.7 partitions.**  Each 0.7
+  partition's checkpoint records, per source partition, the next source offset not yet in
+  that 0.7 partition.  A claimed source partition (`_claim`) reads them and drops records
+  routed to a 0.7 partition that has them already -- the source's committed offset may be
+  behind after a crash.  That needs *deterministic* routing: ``preserve`` (source partition
+  ``p`` -> 0.7 partition ``p % n``), ``hash`` (the 0.7 producer's Java ``hashCode`` of the
+  record key, of the value for a record without key) and ``round-robin`` (``(offset + p) %
+  n``: even and repeatable).  Where another producer writes a 0.7 partition too, the sink
+  says so and is at-least-once there (bridge_target.py).
+* **No loops.**  Records carrying the forward mirror's provenance header ``zkc.source`` came
+  from 0.7: they are skipped (counted as ``looped``).  The forward mirror skips what a bridge
+  wrote into 0.7 (`zkconsumer.mirror.loopguard`).
+
+Lanes (one per owned source partition) follow `zkconsumer.mirror.lanes`; stop, retry and
+backoff are the shared `zkconsumer.mirror.runtime.Runtime`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from zkconsumer.errors import ConfigurationError, MirrorError, TargetError
+from zkconsumer.mirror.checkpoints import HEADER_SOURCE
+from zkconsumer.mirror.config import MirrorConfig, Partitioning
+from zkconsumer.mirror.lanes import LaneState, LaneStatus
+from zkconsumer.mirror.metrics import MirrorStats
+from zkconsumer.mirror.runtime import Every, Runtime, Stopped, close_all
+from zkconsumer.mirror.targets import LIBRDKAFKA_LOG
+from zkconsumer.producer.partitioning import PartitionChooser
+from zkconsumer.protocol import default_partition
+
+__all__ = ["Bridge", "SourceSpec"]
+
+log = logging.getLogger(__name__)
+
+_RESERVED = frozenset({"bootstrap.servers", "group.id", "enable.auto.commit",
+                       "isolation.level", "on_commit", "error_cb"})
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """The modern cluster the bridge reads: bootstrap servers, group, topics (or a regex),
+    and ``source.*`` librdkafka consumer properties (prefix stripped)."""
+
+    bootstrap: tuple[str, ...]
+    group: str
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap:
+            raise ConfigurationError("--from needs kafka://HOST:PORT[,HOST:PORT]")
+        if not self.group:
+            raise ConfigurationError("--group is required")
+        if not self.topics and not self.pattern:
+            raise ConfigurationError("give --topic T (repeatable) or --whitelist RE")
+        for key in self.options:
+            if key in _RESERVED:
+                raise ConfigurationError(f"source.{key} is set by the bridge")
+
+    def consumer_config(self) -> dict[str, Any]:
+        conf: dict[str, Any] = {"session.timeout.ms": 10000, "fetch.wait.max.ms": 100,
+                                "max.partition.fetch.bytes": 4 * 1048576}
+        conf.update(self.options)
+        conf.update({"bootstrap.servers": ",".join(self.bootstrap), "group.id": self.group,
+                     "enable.auto.commit": False, "isolation.level": "read_committed",
+                     "auto.offset.reset": self.options.get("auto.offset.reset", "earliest"),
+                     "logger": LIBRDKAFKA_LOG})
+        return conf
+
+
+class _Lane:
+    """One owned source partition: its routing, what 0.7 has already, where it is."""
+
+    __slots__ = ("done", "fixed", "partition", "skip", "source", "status", "target", "topic")
+
+    def __init__(self, topic: str, partition: int, target: str) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.target = target
+        self.source = f"{topic}/{partition}"
+        self.status = LaneStatus(self.source)
+        self.skip: list[int] = []  # per 0.7 partition index: next source offset not in it
+        self.fixed: int | None = None  # preserve: the one 0.7 partition
+        self.done = -1  # next source offset whose predecessors are all in 0.7
+
+
+class Bridge:
+    """One bridge process (module docstring)."""
+
+    def __init__(self, config: MirrorConfig, source: SourceSpec, *,
+                 progress: Callable[[dict[str, Any]], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        from zkconsumer.mirror.bridge_target import Kafka07Sink
+
+        if config.target.kind != "kafka07" or config.target.zk_connect is None:
+            raise ConfigurationError("--from kafka://... needs --to kafka07://ZK[/chroot]")
+        self.config = config
+        self.source = source
+        self.stats = MirrorStats()
+        self.runtime = Runtime(config, self.stats, str(config.target), clock=clock)
+        self.sink = Kafka07Sink(config.target.zk_connect, config.target_options, source.group,
+                                self.runtime, flush_wait=config.flush_wait_ms / 1000.0)
+        self.progress = progress
+        self._chooser = PartitionChooser("hash")
+        self._lanes: dict[tuple[str, int], _Lane] = {}
+        self._counts: dict[str, int] = {}
+        self._committed: dict[tuple[str, int], int] = {}
+        self._consumer: Any = None
+        self._started = False
+
+    # -- control ------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self.runtime.stop()
+
+    @property
+    def stopping(self) -> bool:
+        return self.runtime.stopping
+
+    @property
+    def lanes(self) -> dict[tuple[str, int], _Lane]:
+        return self._lanes
+
+    def run(self) -> None:
+        """Bridge until `stop`; raises on a fatal error (after committing what is safe)."""
+        from confluent_kafka import Consumer
+
+        try:
+            self.runtime.retrying("connecting to the 0.7 cluster", self.sink.open,
+                                  final=(ConfigurationError, TargetError))
+            self._consumer = Consumer(self.source.consumer_config())
+            topics = list(self.source.topics) or [f"^{self.source.pattern}"]
+            self._consumer.subscribe(topics, on_assign=self._on_assign,
+                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
+            self._started = True
+            self._loop()
+        except Stopped:
+            pass
+        finally:
+            self._shutdown()
+
+    # -- rebalance (called from consume(), on the loop thread) ----------------------------------
+
+    def _on_assign(self, _consumer: Any, partitions: list[Any]) -> None:
+        try:
+            for tp in partitions:
+                self._claim(tp.topic, tp.partition)
+        except Exception as exc:  # librdkafka swallows callback errors: make them fatal
+            if not isinstance(exc, Stopped):
+                self.runtime.fail(exc)
+        log.info("bridge assigned %s", sorted(f"{tp.topic}/{tp.partition}" for tp in partitions))
+
+    def _claim(self, topic: str, partition: int) -> None:
+        lane = _Lane(topic, partition, self.config.target_topic(topic))
+        n = self._count(lane.target)
+        lane.skip = [self.runtime.retrying(
+            f"reading the bridge checkpoint of {lane.target} partition {i}",
+            lambda i=i: self.sink.checkpoint(lane.target, i),  # type: ignore[misc]
+            final=(ConfigurationError, TargetError)).sources.get(lane.source, -1)
+            for i in range(n)]
+        if self.config.partitioning is Partitioning.PRESERVE:
+            lane.fixed = partition % n
+        self._lanes[(topic, partition)] = lane
+        lane.status.move(LaneState.ACTIVE, "checkpoints read")
+        ahead = max(lane.skip)
+        log.info("%s: claimed; 0.7 has its records up to source offset %s (those are "
+                 "skipped)", lane.source, "none" if ahead < 0 else ahead - 1)
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._commit(sync=True)
+        self._release(partitions, "revoked")
+
+    def _on_lost(self, _consumer: Any, partitions: list[Any]) -> None:
+        self._release(partitions, "lost")
+
+    def _release(self, partitions: list[Any], why: str) -> None:
+        for tp in partitions:
+            lane = self._lanes.pop((tp.topic, tp.partition), None)
+            if lane is not None:
+                lane.status.move(LaneState.RELEASED, why)
+            self._committed.pop((tp.topic, tp.partition), None)
+
+    def _count(self, topic: str) -> int:
+        n = self._counts.get(topic)
+        if n is None:
+            n = self._counts[topic] = len(self.runtime.retrying(
+                f"reading the 0.7 partitions of {topic}", lambda: self.sink.partitions(topic),
+                final=(ConfigurationError,)))
+        return n
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        cfg = self.config
+        commit = Every(cfg.commit_interval_ms / 1000.0, self.runtime.clock)
+        progress = Every(cfg.progress_interval_ms / 1000.0, self.runtime.clock)
+        consume = self._consumer.consume
+        while not self.runtime.stopping:
+            self.runtime.check()
+            records = consume(cfg.poll_batch, 0.1)
+            if records:
+                self._round(records)
+            if commit.due():
+                self._commit(sync=False)
+            if self.progress is not None and progress.due():
+                self.progress(self.stats.snapshot())
+
+    def _round(self, records: Sequence[Any]) -> None:
+        """Write one poll's records: each 0.7 partition's share as one batch (module
+        docstring); the lanes' positions move only once every batch is in."""
+        groups: dict[tuple[str, int], tuple[list[bytes], dict[str, int]]] = {}
+        moved: dict[_Lane, int] = {}
+        lanes = self._lanes
+        looped = skipped = 0
+        for m in records:
+            if m.error() is not None:
+                self._source_error(m.error())
+                continue
+            lane = lanes.get((m.topic(), m.partition()))
+            if lane is None or lane.status.state is not LaneState.ACTIVE:
+                continue
+            o = m.offset()
+            moved[lane] = o + 1
+            headers = m.headers()
+            if headers and any(h[0] == HEADER_SOURCE for h in headers):
+                looped += 1  # the forward mirror wrote it: it came from 0.7
+                continue
+            value = m.value() or b""
+            index = lane.fixed
+            if index is None:
+                index = self._route(lane, m, value)
+            if o < lane.skip[index]:
+                skipped += 1  # in 0.7 already (written before a crash)
+                continue
+            group = groups.get((lane.target, index))
+            if group is None:
+                group = groups[(lane.target, index)] = ([], {})
+            group[0].append(value)
+            group[1][lane.source] = o + 1
+        for (topic, index), (payloads, sources) in groups.items():
+            self._write(topic, index, payloads, sources)
+        for lane, done in moved.items():
+            lane.done = done
+        if looped:
+            self.stats.add("looped", looped)
+        if skipped:
+            self.stats.add("skipped", skipped)
+
+    def _route(self, lane: _Lane, m: Any, value: bytes) -> int:
+        n = len(lane.skip)
+        if self.config.partitioning is Partitioning.HASH:
+            key = m.key()
+            if key:
+                return self._chooser.index(lane.target, bytes(key), n)
+            return default_partition(value, n)
+        return (int(m.offset()) + lane.partition) % n  # round-robin, repeatable
+
+    def _write(self, topic: str, index: int, payloads: list[bytes],
+               sources: dict[str, int]) -> None:
+        data = self.sink.encode(topic, payloads)
+        self.stats.add("sent", len(payloads))
+        self.runtime.retrying(f"writing {len(payloads)} messages to 0.7 {topic}",
+                              lambda: self.sink.write(topic, index, data, sources),
+                              final=(ConfigurationError, TargetError))
+        self.stats.mirrored(topic, len(payloads), sum(map(len, payloads)))
+        self.stats.add("log_bytes", len(data))
+
+    def _source_error(self, err: Any) -> None:
+        from confluent_kafka import KafkaError
+
+        if err.code() == KafkaError._PARTITION_EOF:
+            return
+        if err.fatal():
+            self.runtime.fail(MirrorError(f"source consumer: {err.str()}"))
+        elif err.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED):
+            self.runtime.fail(MirrorError(f"source: {err.str()}"))
+        else:
+            log.warning("source consumer: %s", err.str())
+
+    # -- commits and lag ----------------------------------------------------------------------
+
+    def _commit(self, *, sync: bool) -> None:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        offsets = [TopicPartition(lane.topic, lane.partition, lane.done)
+                   for key, lane in self._lanes.items()
+                   if lane.done >= 0 and self._committed.get(key) != lane.done]
+        if not offsets or self._consumer is None:
+            return
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=not sync)
+        except KafkaException as exc:  # the next interval tries again
+            log.warning("source offset commit failed (will retry): %s", exc.args[0].str())
+            return
+        for tp in offsets:
+            self._committed[(tp.topic, tp.partition)] = tp.offset
+        self.stats.add("commits")
+
+    def lag(self) -> int | None:
+        """Source records not yet bridged (high watermark - position), None until known."""
+        from confluent_kafka import TopicPartition
+
+        consumer = self._consumer
+        if consumer is None or not self._lanes:
+            return None
+        total = 0
+        try:
+            for (topic, partition), lane in list(self._lanes.items()):
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                            cached=True)
+                if high < 0:
+                    return None
+                total += max(0, high - max(lane.done, 0))
+        except Exception:  # the consumer is closing or mid-rebalance: unknown for now
+            return None
+        return total
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    def _shutdown(self) -> None:
+        try:
+            if self._started:  # lane.done only counts whole rounds: always safe
+                self._commit(sync=True)
+        finally:
+            consumer, self._consumer = self._consumer, None
+            close_all([consumer.close] if consumer is not None else [])
+            for lane in self._lanes.values():
+                lane.status.move(LaneState.RELEASED, "shutdown")
+            self._lanes.clear()
+            close_all([self.sink.close])

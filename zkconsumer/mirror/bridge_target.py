@@ -1,0 +1,375 @@
+"""The 0.7 side of the bridge: batches into 0.7 partitions, exactly once when the only writer.
+
+0.7 has no idempotent producer and no transactions, but its offsets are **byte offsets**: the
+log end before a batch plus the batch's encoded size says where the log ends once the batch
+landed.  So every batch into a 0.7 partition is written in three steps, with a checkpoint per
+(0.7 partition, bridge group) in ZooKeeper (`zkconsumer.zk.paths.BridgeCheckpoint`):
+
+1. **intent** -- compare-and-set the checkpoint to ``intent = {owner, start = end, size,
+   sources}`` (``sources``: per source partition, the next source offset once this batch is
+   in);
+2. **produce**, confirmed (``zkconsumer.client.confirmed_produce``: a produce followed by an
+   offsets request on the same connection, so a rejection is seen);
+3. **resolve** -- compare-and-set the checkpoint to ``end = start + size``, ``sources``
+   merged, the range ``[start, end)`` recorded, no intent.
+
+A crash between 1 and 3 leaves an intent whose owner's member znode
+(``/zkconsumer/bridge/<group>/members/<id>``, ephemeral) vanishes with its session.  Whoever
+next needs the partition *resolves* it: it waits until the broker's flushed end (what 0.7's
+offsets request reports) reaches ``start + size`` (landed: merge it) or stays at ``start``
+for ``mirror.bridge.flush.wait.ms`` (not landed: drop it).  An intent of a *live* owner is
+waited for.  The compare-and-set makes two bridge processes of one group write a shared 0.7
+partition one batch at a time.
+
+**Shared partitions.**  Any other end -- the flushed end past our own end, or between start
+and start + size -- means another producer writes this partition too.  The checkpoint is
+marked ``shared`` (logged once as a WARNING) and from then on an unresolved intent counts as
+*not* landed: the batch is written again (at-least-once; at most one batch,
+``mirror.poll.batch`` messages, duplicated per partition per crash) instead of risking a loss.
+
+The bridge reads checkpoints at claim time (`checkpoint`) to skip source records that are in
+0.7 already; the forward mirror reads them (`zkconsumer.mirror.loopguard`) to skip what a
+bridge wrote.  Sets are encoded with the target topic's codec (``target.compression.codec``,
+``target.compressed.topics``), compressed wrappers cut at ``max.message.size``.
+
+Invariant: a checkpoint's ``end`` and ``sources`` only ever describe confirmed data (or, after
+a crash, data the flushed end proves landed); nothing is committed on the source before that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+
+from zkconsumer.client import BrokerConnection, SimpleConsumer, confirmed_produce
+from zkconsumer.errors import (
+    ConfigurationError,
+    MirrorError,
+    TargetError,
+)
+from zkconsumer.mirror.runtime import Runtime, Stopped
+from zkconsumer.producer.cluster import ZkClusterView
+from zkconsumer.producer.config import ProducerConfig
+from zkconsumer.producer.encoding import encode_set
+from zkconsumer.producer.partitioning import BrokerPartition
+from zkconsumer.protocol import Compression, ProduceRequest
+from zkconsumer.zk.paths import (
+    BridgeCheckpoint,
+    BridgeIntent,
+    bridge_checkpoint_path,
+    bridge_member_path,
+    parse_bridge_checkpoint,
+)
+from zkconsumer.zk.session import ZkSession
+
+__all__ = ["Kafka07Sink"]
+
+log = logging.getLogger(__name__)
+
+_WRAPPER_OVERHEAD = 64  # bytes a compressed wrapper adds around its payload, generously
+
+
+class _Slot:
+    """One 0.7 partition this process writes: where, and the checkpoint as last seen."""
+
+    __slots__ = ("checked", "cp", "path", "target", "topic", "version")
+
+    def __init__(self, topic: str, target: BrokerPartition, path: str) -> None:
+        self.topic = topic
+        self.target = target
+        self.path = path
+        self.cp: BridgeCheckpoint | None = None
+        self.version = -1  # -1: the znode does not exist
+        self.checked = False  # the flushed end was compared with ours since the last load
+
+
+class Kafka07Sink:
+    """Write batches into a 0.7 cluster under bridge checkpoints (module docstring)."""
+
+    def __init__(self, zk_connect: str, options: Mapping[str, str], group: str,
+                 runtime: Runtime, *, flush_wait: float = 10.0) -> None:
+        props = dict(options)
+        for forbidden in ("zk.connect", "broker.list", "producer.type", "partitioner.class"):
+            if forbidden in props:
+                raise ConfigurationError(f"target.{forbidden} is set by the bridge")
+        try:
+            self.config = ProducerConfig.from_properties(
+                props, zk_connect=zk_connect, producer_type="sync", confirm=True,
+                num_retries=0)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"target (0.7 producer) settings: {exc}") from exc
+        self.zk_connect = zk_connect
+        self.description = f"kafka07://{zk_connect}"
+        self.group = group
+        self.member_id = uuid.uuid4().hex
+        self.runtime = runtime
+        self.flush_wait = flush_wait
+        self._view: ZkClusterView | None = None
+        self._session: ZkSession | None = None
+        self._session_id: int | None = None
+        self._slots: dict[tuple[str, int], _Slot] = {}
+        self._conns: dict[int, BrokerConnection] = {}
+        self._readers: dict[int, SimpleConsumer] = {}
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Connect to the 0.7 cluster's ZooKeeper and register this process as a member."""
+        if self._session is not None:
+            return
+        self._view = ZkClusterView(self.config)
+        session = ZkSession(self.zk_connect,
+                            session_timeout_ms=self.config.zk_session_timeout_ms,
+                            connection_timeout_ms=self.config.zk_connection_timeout_ms).start()
+        path = bridge_member_path(self.group, self.member_id)
+        if not session.create_ephemeral_expect_conflict(path, b""):
+            session.close()
+            raise MirrorError(f"bridge member {path} exists already")
+        self._session, self._session_id = session, session.session_id
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        for reader in self._readers.values():
+            reader.close()
+        self._conns.clear()
+        self._readers.clear()
+        if self._session is not None:
+            self._session.close()  # the member znode vanishes with it
+            self._session = None
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+
+    # -- topology -----------------------------------------------------------------------------
+
+    def partitions(self, topic: str) -> list[BrokerPartition]:
+        """The 0.7 producer's partition list of ``topic`` (numeric (broker, partition)
+        order); `TargetError` if no broker is alive."""
+        assert self._view is not None, "open() first"
+        parts = self._view.partitions(topic)
+        if not parts:
+            raise TargetError(f"no live broker in {self.description} for topic {topic!r}")
+        return list(parts)
+
+    def _slot(self, topic: str, index: int) -> _Slot:
+        slot = self._slots.get((topic, index))
+        if slot is None:
+            target = self.partitions(topic)[index]
+            name = f"{target.broker_id}-{target.partition}"
+            slot = _Slot(topic, target, bridge_checkpoint_path(self.group, topic, name))
+            self._slots[(topic, index)] = slot
+        return slot
+
+    def _zk(self) -> ZkSession:
+        session = self._session
+        if session is None:
+            raise MirrorError("the bridge's 0.7 target is not open")
+        if session.session_id != self._session_id:
+            raise self.runtime.fail(MirrorError(
+                "the bridge's ZooKeeper session on the 0.7 cluster expired: its in-flight "
+                "batches may have been resolved by another member; restart it"))
+        return session
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def checkpoint(self, topic: str, index: int) -> BridgeCheckpoint:
+        """The checkpoint of partition ``index`` of ``topic``, every dead owner's intent
+        resolved (a live owner's waited for)."""
+        slot = self._slot(topic, index)
+        self._settle(slot)
+        assert slot.cp is not None
+        return slot.cp
+
+    def _load(self, slot: _Slot) -> None:
+        node = self._zk().get_node(slot.path)
+        if node is None:
+            slot.cp, slot.version = None, -1
+        else:
+            slot.cp = parse_bridge_checkpoint(slot.path, node.data)
+            slot.version = node.version
+        slot.checked = False
+
+    def _store(self, slot: _Slot, cp: BridgeCheckpoint) -> bool:
+        """Compare-and-set ``cp``; False (and reloaded) if someone else wrote meanwhile."""
+        session = self._zk()
+        if slot.version < 0:
+            stored = session.create_if_absent(slot.path, cp.encode())
+            version: int | None = 0 if stored else None
+        else:
+            version = session.set_if_version(slot.path, cp.encode(), slot.version)
+        if version is None:
+            self._load(slot)
+            return False
+        slot.cp, slot.version = cp, version
+        return True
+
+    def _settle(self, slot: _Slot) -> None:
+        """Make ``slot.cp`` current and intent-free (ours to write next)."""
+        if slot.cp is None or slot.cp.intent is not None or not slot.checked:
+            self._load(slot)
+        while True:
+            cp = slot.cp
+            if cp is None:
+                end = self._flushed_end(slot)
+                if self._store(slot, BridgeCheckpoint(end)):
+                    slot.checked = True
+                continue
+            if cp.intent is None:
+                if not slot.checked:
+                    self._check_alone(slot)
+                return
+            owner = cp.intent.owner
+            if owner != self.member_id and self._zk().exists(
+                    bridge_member_path(self.group, owner)):
+                if self.runtime.wait(0.05):  # a live member's batch: wait for its resolve
+                    raise Stopped("stopped while waiting for another bridge member")
+                self._load(slot)
+                continue
+            self._store(slot, self._resolved(slot, cp, cp.intent))
+
+    def _check_alone(self, slot: _Slot) -> None:
+        """Compare the broker's flushed end with ours: past it means another producer."""
+        cp = slot.cp
+        assert cp is not None
+        end = self._flushed_end(slot)
+        if end > cp.end >= 0 and not cp.shared:
+            self._warn_shared(slot, f"flushed end {end} is past the bridge's end {cp.end}")
+            self._store(slot, dataclasses.replace(cp, shared=True, end=end))
+        elif end > cp.end and cp.shared:
+            self._store(slot, dataclasses.replace(cp, end=end))
+        slot.checked = True
+
+    def _warn_shared(self, slot: _Slot, why: str) -> None:
+        t = slot.target
+        log.warning("0.7 partition %s/%d-%d is written by another producer too (%s): the "
+                    "bridge is at-least-once there (a crash may write one batch again)",
+                    slot.topic, t.broker_id, t.partition, why)
+
+    def _resolved(self, slot: _Slot, cp: BridgeCheckpoint,
+                  intent: BridgeIntent) -> BridgeCheckpoint:
+        """``cp`` with ``intent`` decided from the broker's flushed end (module docstring)."""
+        stop = intent.start + intent.size
+        end = self._flushed_end(slot)
+        waited = 0.0
+        while end < stop and waited < self.flush_wait:  # the broker flushes on a timer
+            if end not in (intent.start, cp.end) and end > intent.start:
+                break
+            if self.runtime.wait(0.1):
+                raise Stopped("stopped while resolving a bridge batch")
+            waited += 0.1
+            end = self._flushed_end(slot)
+        if end == stop and not cp.shared:
+            log.info("%s: the batch of %s at %d (%d bytes) landed", slot.path, intent.owner,
+                     intent.start, intent.size)
+            return cp.landed(intent)
+        if end <= intent.start:
+            if end < intent.start:
+                log.warning("%s: the broker's flushed end %d is behind the bridge's %d (a "
+                            "broker lost unflushed data?)", slot.path, end, intent.start)
+            log.info("%s: the batch of %s at %d did not land; it is written again",
+                     slot.path, intent.owner, intent.start)
+            return dataclasses.replace(cp, end=end, intent=None)
+        if not cp.shared:
+            self._warn_shared(slot, f"flushed end {end}, expected {intent.start} or {stop}")
+        return dataclasses.replace(cp, end=end, shared=True, intent=None)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def encode(self, topic: str, payloads: Sequence[bytes]) -> bytes:
+        """The message set(s) for ``payloads``: plain, or wrappers of the topic's codec cut
+        at ``max.message.size``; `TargetError` for a message no 0.7 broker takes."""
+        codec = self.config.codec_for(topic)
+        limit = self.config.max_message_size
+        if codec == Compression.NONE:
+            if max(map(len, payloads)) > limit:
+                raise TargetError(f"a {max(map(len, payloads))}-byte message for 0.7 topic "
+                                  f"{topic} is over max.message.size={limit}")
+            return encode_set(payloads, codec)
+        parts: list[bytes] = []
+        chunk: list[bytes] = []
+        size = 0
+        for p in payloads:
+            if chunk and size + len(p) + 12 > limit - _WRAPPER_OVERHEAD:
+                parts.append(encode_set(chunk, codec))
+                chunk, size = [], 0
+            chunk.append(p)
+            size += len(p) + 12
+        parts.append(encode_set(chunk, codec))
+        for part in parts:
+            if len(part) - 10 > limit:
+                raise TargetError(f"a compressed message for 0.7 topic {topic} is "
+                                  f"{len(part) - 10} bytes, over max.message.size={limit}")
+        return b"".join(parts)
+
+    def write(self, topic: str, index: int, data: bytes, sources: Mapping[str, int]) -> None:
+        """Write encoded ``data`` to partition ``index`` of ``topic`` under a checkpoint
+        that advances ``sources``; returns once it is confirmed and recorded.  Transient
+        failures raise (the caller retries the same call: a batch that landed meanwhile is
+        recognised, never written twice)."""
+        slot = self._slot(topic, index)
+        self._settle(slot)
+        cp = slot.cp
+        assert cp is not None
+        if all(cp.sources.get(s, -1) >= o for s, o in sources.items()):
+            return  # a retry of a batch that landed (resolved by `_settle`)
+        intent = BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
+        if not self._store(slot, dataclasses.replace(cp, intent=intent)):
+            raise MirrorError(f"{slot.path} changed under us; retrying")
+        t = slot.target
+        try:
+            accepted = confirmed_produce(self._conn(t.broker_id),
+                                         (ProduceRequest(topic, t.partition, data),))
+        except Exception:
+            self._drop_conn(t.broker_id)
+            raise  # the intent stays: `_settle` decides whether it landed
+        if accepted != 1:
+            self._drop_conn(t.broker_id)
+            self._store(slot, dataclasses.replace(cp, intent=None))
+            raise MirrorError(f"0.7 broker {t.broker_id} rejected the produce to "
+                              f"{topic}/{t.partition} (closed the connection); retrying")
+        if not self._store(slot, cp.landed(intent)):
+            raise self.runtime.fail(MirrorError(
+                f"{slot.path}: another bridge member resolved this process's batch (its "
+                "ZooKeeper session expired?); stopping"))
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _address(self, broker_id: int) -> tuple[str, int]:
+        assert self._view is not None
+        address = self._view.broker(broker_id)
+        if address is None:
+            raise MirrorError(f"0.7 broker {broker_id} is not registered")
+        return address
+
+    def _conn(self, broker_id: int) -> BrokerConnection:
+        conn = self._conns.get(broker_id)
+        if conn is None:
+            host, port = self._address(broker_id)
+            conn = self._conns[broker_id] = BrokerConnection(
+                host, port, connect_timeout=self.config.connect_timeout_ms / 1000.0,
+                socket_timeout=self.config.socket_timeout_ms / 1000.0)
+        return conn
+
+    def _drop_conn(self, broker_id: int) -> None:
+        conn = self._conns.pop(broker_id, None)
+        if conn is not None:
+            conn.close()
+        reader = self._readers.pop(broker_id, None)
+        if reader is not None:
+            reader.close()
+
+    def _flushed_end(self, slot: _Slot) -> int:
+        target = slot.target
+        reader = self._readers.get(target.broker_id)
+        if reader is None:
+            host, port = self._address(target.broker_id)
+            reader = self._readers[target.broker_id] = SimpleConsumer(
+                host, port, socket_timeout=self.config.socket_timeout_ms / 1000.0)
+        try:
+            return reader.latest_offset(slot.topic, target.partition)
+        except Exception:
+            self._drop_conn(target.broker_id)
+            raise

@@ -1,0 +1,163 @@
+"""What every mirror direction shares: stop, retry with backoff, fatal errors, timers, shutdown.
+
+The three engines -- `zkconsumer.mirror.engine.Mirror` (0.7 -> any target, at-least-once),
+`zkconsumer.mirror.exactly_once.ExactlyOnceMirror` (0.7 -> ``kafka://`` in transactions) and
+`zkconsumer.mirror.bridge.Bridge` (modern Kafka -> 0.7) -- differ in how they write; how they
+stop, wait for a target that is away, give up on what retrying cannot cure and close is the
+same, and lives here once, so a fix lands once:
+
+* **Stop** (`stop`, from a signal handler or another thread) sets one event; every wait of the
+  runtime (backoff, retry loops) ends on it, and `Stopped` unwinds a retry loop cleanly.
+* **Retry** (`retrying`, `backoff_wait`): one `zkconsumer.backoff.Backoff` per engine
+  (``mirror.retry.backoff.ms`` doubling up to ``mirror.retry.backoff.max.ms``, 10 % jitter),
+  reset by every success (`succeeded`).  While retrying, ``stats.healthy`` is False (so
+  ``/healthz`` is 503) and ``stats.retries`` counts the rounds.  `ZkConsumerError`s are final
+  (configuration, a missing target topic): retrying cannot cure them.
+* **Fatal** (`fail`): the first fatal error of any thread is kept and raised by the loop
+  (`check`), after which shutdown commits what is safe.
+* **Timers** (`Every`): the loop's periodic duties (commit, progress) on the injected clock.
+* **Close** (`close_all`): run every closer, none masking the real outcome.
+
+Invariants: `fail` keeps the first error only; `retrying` never returns after `stop`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
+
+from zkconsumer.backoff import Backoff
+from zkconsumer.errors import MirrorError, ZkConsumerError
+from zkconsumer.mirror.config import MirrorConfig
+from zkconsumer.mirror.metrics import MirrorStats
+
+__all__ = ["Every", "Runtime", "SourceView", "Stopped", "close_all"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class SourceView(Protocol):
+    """The source cluster beyond what this member owns (`zkconsumer.mirror.runner`)."""
+
+    def partitions(self, topic: str) -> list[str]: ...
+    def log_ends(self, names: list[str], max_age: float = 2.0) -> dict[str, int]: ...
+
+
+class Stopped(MirrorError):
+    """`Runtime.stop` was called while waiting for the target: a clean stop, not an error."""
+
+
+class Every:
+    """A periodic duty on an injected clock: `due` is True once per ``interval`` seconds."""
+
+    __slots__ = ("_clock", "_next", "interval")
+
+    def __init__(self, interval: float, clock: Callable[[], float]) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._next = clock() + interval
+
+    def due(self, now: float | None = None) -> bool:
+        now = self._clock() if now is None else now
+        if now < self._next:
+            return False
+        self._next = now + self.interval
+        return True
+
+
+def close_all(closers: Iterable[Callable[[], None]]) -> None:
+    """Call every closer; a failing one is logged, never raised (closing must not mask the
+    real outcome of a run)."""
+    for close in closers:
+        try:
+            close()
+        except Exception as exc:
+            log.debug("mirror cleanup: %r", exc)
+
+
+class Runtime:
+    """Stop / retry / backoff / fatal of one engine (see the module docstring)."""
+
+    def __init__(self, config: MirrorConfig, stats: MirrorStats, description: str, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.stats = stats
+        self.description = description
+        self.clock = clock
+        self._stop = threading.Event()
+        self._fatal: BaseException | None = None
+        self.backoff = Backoff(config.retry_backoff_ms / 1000.0,
+                               config.retry_backoff_max_ms / 1000.0, jitter=0.1,
+                               clock=clock, sleep=self._stop.wait)
+
+    # -- stop and fatal -----------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; True if `stop` was called meanwhile."""
+        return self._stop.wait(seconds)
+
+    def fail(self, exc: BaseException) -> BaseException:
+        """Record a fatal error (the first one wins) and return the one recorded."""
+        if self._fatal is None:
+            self._fatal = exc
+        return self._fatal
+
+    @property
+    def fatal(self) -> BaseException | None:
+        return self._fatal
+
+    def check(self) -> None:
+        """Raise the recorded fatal error, if any (the loop calls this every turn)."""
+        if self._fatal is not None:
+            raise self._fatal
+
+    # -- retry --------------------------------------------------------------------------------
+
+    def succeeded(self) -> None:
+        """A target operation worked: the next failure backs off from the start again."""
+        if self.backoff.attempts:
+            self.backoff.reset()
+        self.stats.healthy = True
+
+    def backoff_wait(self, what: str, exc: BaseException | None) -> None:
+        """Count a failed round, log it, wait the backoff; `Stopped` if stopped meanwhile."""
+        self.stats.healthy = False
+        self.stats.add("retries")
+        delay = self.backoff.next_delay()
+        log.warning("%s on %s failed (%r); retrying in %.1fs (nothing is skipped, nothing "
+                    "is acknowledged past it)", what, self.description, exc, delay)
+        if self._stop.wait(delay):
+            raise Stopped(f"stopped while {what}") from exc
+
+    def retrying(self, what: str, fn: Callable[[], T], *,
+                 final: tuple[type[BaseException], ...] = (ZkConsumerError,)) -> T:
+        """``fn()`` until it succeeds, backing off between tries.  ``final`` errors (by
+        default every `ZkConsumerError`: they name a condition retrying cannot cure) are
+        raised at once; `Stopped` after `stop`."""
+        while True:
+            if self._stop.is_set():
+                raise Stopped(f"stopped while {what}")
+            try:
+                result = fn()
+            except Stopped:
+                raise
+            except Exception as exc:
+                if isinstance(exc, final):
+                    raise
+                self.check()  # a fatal error recorded meanwhile ends the retrying
+                self.backoff_wait(what, exc)
+                continue
+            self.succeeded()
+            return result
