@@ -10,6 +10,7 @@
                       --to kafka07://ZK[/chroot] [--topic-map ...] [--partitioning ...]
     zkconsumer mirror verify --zk ZK --group G --to URL [--topic-map ...] [--topic T ...]
                       [--method read|offsets] [--payloads] [--allow-duplicates]
+                      [--include-direct-writes]
 
 Settings merge in this order, later winning: ``--config`` file, ``--set`` flags, dedicated
 flags.  Keys split by prefix (see `zkconsumer.mirror.config`): 0.7 consumer properties,
@@ -137,48 +138,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     verify.add_argument("--allow-duplicates", action="store_true",
                         help="EXTRA (target has more, e.g. replays after a crash) is not a "
                              "failure")
+    verify.add_argument("--include-direct-writes", action="store_true",
+                        help="kafka:// target: also count records written on the target "
+                             "directly (no provenance headers; default: mirrored records "
+                             "only, the others are named on stderr)")
+    from zkconsumer.mirror import translate_cli
 
-
-    translate = sub.add_parser(
-        "translate", help="a 0.7 group's committed offsets as a target consumer group's",
-        description="Compute, for every target partition the mirrored topics landed in, the "
-                    "offset from which a modern consumer sees exactly what the 0.7 group had "
-                    "not consumed; print the plan; with --apply commit it for --target-group.",
-        epilog=TRANSLATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    translate.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]", required=True,
-                           help="ZooKeeper connect string of the source 0.7 cluster, chroot "
-                                "included (zk.connect)")
-    translate.add_argument("--group", metavar="G07", required=True,
-                           help="the 0.7 consumer group to move")
-    translate.add_argument("--mirror-group", metavar="M", required=True,
-                           help="the mirror's group (whose checkpoints say what was copied)")
-    translate.add_argument("--to", dest="to", metavar="kafka://HOST:PORT", required=True,
-                           help="the target cluster")
-    translate.add_argument("--target-group", metavar="G", required=True,
-                           help="the consumer group on the target to position")
-    translate.add_argument("--topic-map", metavar="OLD:NEW,...",
-                           help="the mirror's --topic-map")
-    translate.add_argument("--topic", action="append", default=[], metavar="TOPIC",
-                           help="only these 0.7 topics (default: all the group committed)")
-    translate.add_argument("--checkpoint-topic", default="__zkconsumer_mirror_checkpoints",
-                           metavar="T", help="the mirror's mirror.checkpoint.topic")
-    translate.add_argument("--apply", action="store_true",
-                           help="commit the plan for --target-group (default: dry run)")
-    translate.add_argument("--force", action="store_true",
-                           help="translate although the 0.7 group has live members")
-
-
-TRANSLATE_EPILOG = """\
-Refuses (exit 1, nothing committed) while the 0.7 group has live members (--force overrides)
-and when the mirror has not copied a partition up to the group's committed offset.  Needs the
-provenance headers of an exactly-once mirror.  Playbook: docs/migration.md.
-
-example:
-  zkconsumer mirror translate --zk zk1:2181/kafka07 --group billing --mirror-group m \\
-      --to kafka://kafka1:9092 --target-group billing --apply
-
-exit status: 0 plan printed (and applied with --apply), 1 refused or an error, 2 usage
-"""
+    translate_cli.add_parser(sub)
 
 
 def _load_props(args: argparse.Namespace) -> dict[str, str]:
@@ -231,7 +197,9 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "mirror_command", None) == "verify":
         return _verify(args)
     if getattr(args, "mirror_command", None) == "translate":
-        return _translate(args)
+        from zkconsumer.mirror import translate_cli
+
+        return translate_cli.main(args)
     return _run(args)
 
 
@@ -268,6 +236,7 @@ def _verify(args: argparse.Namespace) -> int:
     from zkconsumer.mirror.config import parse_topic_map, split_properties
     from zkconsumer.mirror.verify import (
         compare,
+        direct_notes,
         format_table,
         kafka07_counts,
         kafka_counts,
@@ -289,11 +258,14 @@ def _verify(args: argparse.Namespace) -> int:
     targets = sorted({topic_map.get(t, t) for t in source})
     if target.kind == "kafka":
         counted = kafka_counts(list(target.bootstrap), targets, method=args.method,
-                               payloads=args.payloads)
+                               payloads=args.payloads,
+                               include_direct=args.include_direct_writes)
     else:
         counted = kafka07_counts(target.zk_connect, targets, payloads=args.payloads)
     rows = compare(source, counted, topic_map)
     print(format_table(rows))
+    for note in direct_notes(counted):
+        print(f"note: {note}", file=sys.stderr)
     bad = [r for r in rows if r.status != "OK"
            and not (r.status == "EXTRA" and args.allow_duplicates)]
     if not rows:
@@ -301,41 +273,6 @@ def _verify(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 1 if bad else 0
-
-
-def _translate(args: argparse.Namespace) -> int:
-    from zkconsumer.mirror.config import parse_topic_map
-    from zkconsumer.mirror.translate import apply_plan, format_plan, make_plan
-    from zkconsumer.zk.session import ZkSession
-
-    target = _target(args)
-    if target.kind != "kafka":
-        raise ConfigurationError("translate needs a kafka:// target")
-    bootstrap = ",".join(target.bootstrap)
-    with ZkSession(args.zk) as session:
-        plan = make_plan(session, args.group, args.mirror_group, bootstrap,
-                         topic_map=parse_topic_map(args.topic_map),
-                         topics=args.topic or None, checkpoint_topic=args.checkpoint_topic)
-    print(format_plan(plan))
-    if plan.unmarked:
-        print(f"note: {plan.unmarked} target records carry no provenance headers (not written "
-              "by an exactly-once mirror); treated as consumed", file=sys.stderr)
-    refused = False
-    for behind in plan.behind:
-        print(f"refused: {behind}", file=sys.stderr)
-        refused = True
-    if plan.live_members and not args.force:
-        print(f"refused: 0.7 group {args.group} still has live members "
-              f"({', '.join(plan.live_members)}); stop them (or --force)", file=sys.stderr)
-        refused = True
-    if refused:
-        return 1
-    if args.apply:
-        apply_plan(plan, bootstrap, args.target_group)
-        print(f"committed for target group {args.target_group}", file=sys.stderr)
-    else:
-        print("dry run: --apply commits these offsets", file=sys.stderr)
-    return 0
 
 
 def run_cli(argv: Sequence[str]) -> int:

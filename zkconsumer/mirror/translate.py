@@ -16,7 +16,12 @@ provenance (headers ``zkc.source`` = ``topic/B-P``, ``zkc.offset``, ``zkc.index`
   ``round-robin``, or ``preserve`` onto fewer partitions), records of other sources that the
   group had consumed may follow the first pending one: they are counted as ``replayed`` in
   the plan.  With ``preserve`` and at least as many target partitions as source partitions
-  nothing is replayed.
+  (brokers x partitions per broker) nothing is replayed.  Records without provenance headers
+  were **written on the target** directly (producers that moved already): those after the
+  translated offset are delivered too and counted apart (``written on target``).
+
+The reverse direction (``--reverse``, `zkconsumer.mirror.translate_reverse`) uses the same
+`zkconsumer.mirror.provenance` scan.
 
 Refusals (the plan is printed, nothing is committed, exit status 1): the 0.7 group still has
 live members (``--force`` overrides: they may commit more after the translation), or the
@@ -34,12 +39,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zkconsumer.errors import MirrorError
-from zkconsumer.mirror.checkpoints import (
-    CHECKPOINT_TOPIC,
-    HEADER_OFFSET,
-    HEADER_SOURCE,
-    checkpoint_key,
-    read_checkpoints,
+from zkconsumer.mirror.checkpoints import CHECKPOINT_TOPIC, checkpoint_key, read_checkpoints
+from zkconsumer.mirror.provenance import (
+    Mark,
+    format_columns,
+    live_members_07,
+    scan_marks,
+    targets_of,
 )
 from zkconsumer.zk.offsets import read_group_offsets
 from zkconsumer.zk.session import ZkSession
@@ -54,8 +60,9 @@ class PlanRow:
     topic: str
     partition: int
     offset: int
-    pending: int  # records a consumer starting at `offset` gets that the 0.7 group had not
-    replayed: int  # records after `offset` the 0.7 group had consumed (merged partitions)
+    pending: int  # mirrored records from `offset` on that the 0.7 group had not consumed
+    replayed: int  # mirrored records from `offset` on the 0.7 group had consumed (merges)
+    written: int = 0  # records from `offset` on written on the target directly (no headers)
 
 
 @dataclass(frozen=True)
@@ -81,12 +88,7 @@ class Plan:
     rows: list[PlanRow] = field(default_factory=list)
     behind: list[Behind] = field(default_factory=list)
     live_members: list[str] = field(default_factory=list)
-    unmarked: int = 0  # target records without provenance headers (treated as consumed)
-
-
-def _live_members(session: ZkSession, group: str) -> list[str]:
-    path = f"/consumers/{group}/ids"
-    return sorted(session.get_children(path)) if session.exists(path) else []
+    written: int = 0  # target records written directly on the target (no provenance headers)
 
 
 def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str, *,
@@ -96,11 +98,9 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
     """Compute the translation (see module docstring); reads ZooKeeper and the target."""
     from confluent_kafka import TopicPartition
 
-    from zkconsumer.mirror.reader import _consumer, iter_records
-    from zkconsumer.mirror.targets import KafkaAdmin
+    from zkconsumer.mirror.reader import _consumer
 
-    names = dict(topic_map or {})
-    plan = Plan(live_members=_live_members(session, group))
+    plan = Plan(live_members=live_members_07(session, group))
     committed = read_group_offsets(session, group)
     wanted = set(topics) if topics is not None else set(committed)
     if not wanted:
@@ -119,28 +119,21 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
         if mirrored is None or mirrored < at:
             plan.behind.append(Behind(topic, partition, at, mirrored))
 
-    sources_of: dict[str, set[str]] = {}
-    for topic in wanted:
-        sources_of.setdefault(names.get(topic, topic), set()).add(topic)
-    admin = KafkaAdmin([bootstrap], client_id="zkconsumer-mirror-translate")
-    for target in sorted(sources_of):
-        n = admin.partition_count(target)
+    for target, sources in sorted(targets_of(wanted, topic_map or {}).items()):
+        n, marks = scan_marks(bootstrap, target)
         first: dict[int, int] = {}
         pending = dict.fromkeys(range(n), 0)
-        consumed_after: dict[int, list[int]] = {p: [] for p in range(n)}
-        for record in iter_records(bootstrap, target, dict.fromkeys(range(n), 0)):
-            source, raw_offset = record.header(HEADER_SOURCE), record.header(HEADER_OFFSET)
-            if source is None or raw_offset is None:
-                plan.unmarked += 1
-                consumed_after[record.partition].append(record.offset)
+        for m in marks:
+            if m.source is None or m.source[0] not in sources:
                 continue
-            topic, _, partition = source.decode("utf-8", "replace").rpartition("/")
-            at = committed.get(topic, {}).get(partition)
-            if topic not in sources_of[target] or (at is not None and int(raw_offset) < at):
-                consumed_after[record.partition].append(record.offset)
-                continue
-            pending[record.partition] += 1
-            first.setdefault(record.partition, record.offset)
+            at = committed.get(m.source[0], {}).get(m.source[1])
+            if at is None or m.at >= at:
+                pending[m.partition] += 1
+                first.setdefault(m.partition, m.offset)
+        by_partition: dict[int, list[Mark]] = {p: [] for p in range(n)}
+        for m in marks:
+            by_partition[m.partition].append(m)
+        plan.written += sum(1 for m in marks if m.source is None)
         reader = _consumer(bootstrap, "read_committed", None)
         try:
             for p in range(n):
@@ -149,22 +142,20 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
                 else:
                     start = int(reader.get_watermark_offsets(TopicPartition(target, p),
                                                              timeout=30)[1])
-                replayed = sum(1 for o in consumed_after[p] if o >= start)
-                plan.rows.append(PlanRow(target, p, start, pending[p], replayed))
+                after = [m for m in by_partition[p] if m.offset >= start]
+                written = sum(1 for m in after if m.source is None)
+                plan.rows.append(PlanRow(target, p, start, pending[p],
+                                         len(after) - pending[p] - written, written))
         finally:
             reader.close()
     return plan
 
 
 def format_plan(plan: Plan) -> str:
-    header = ("target topic", "partition", "offset", "to deliver", "replayed")
-    body = [(r.topic, str(r.partition), str(r.offset), str(r.pending), str(r.replayed))
-            for r in plan.rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
-              for i, h in enumerate(header)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
-    return "\n".join(lines)
+    return format_columns(
+        ("target topic", "partition", "offset", "to deliver", "replayed", "written on target"),
+        [(r.topic, str(r.partition), str(r.offset), str(r.pending), str(r.replayed),
+          str(r.written)) for r in plan.rows])
 
 
 def apply_plan(plan: Plan, bootstrap: str, target_group: str) -> None:

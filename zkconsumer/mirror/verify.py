@@ -14,6 +14,14 @@ Target side, per target topic (after ``--topic-map``; several sources may merge 
   transactions or compaction);
 * ``kafka07://`` -- every partition of the target 0.7 cluster read from earliest to end.
 
+On a ``kafka://`` target read by ``read``, only **mirrored** records count: those with the
+exactly-once mirror's provenance headers (`zkconsumer.mirror.checkpoints`).  Records without
+them were **written on target** directly -- by producers that already switched, which is step
+3 of the cut-over playbook -- and are counted apart (`TopicTally.direct`), so a cut-over does
+not turn every row into ``EXTRA``.  ``include_direct=True`` counts them too.  A topic where no
+record has headers (an ``--at-least-once`` mirror writes none) is counted whole, and
+`TopicTally.headerless` says so.  ``offsets`` cannot tell them apart and counts everything.
+
 With ``payloads=True`` both sides also build a multiset of payload digests, so a message that
 is missing is found even when a duplicate elsewhere makes the counts agree.
 
@@ -32,12 +40,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkconsumer.errors import MirrorError
+from zkconsumer.mirror.checkpoints import HEADER_SOURCE
+from zkconsumer.mirror.provenance import format_columns
 from zkconsumer.zk.offsets import read_group_offsets
 from zkconsumer.zk.registry import read_brokers, read_partition_names, read_topic_partitions
 from zkconsumer.zk.session import ZkSession
 
-__all__ = ["TopicTally", "VerifyRow", "compare", "format_table", "kafka07_counts",
-           "kafka_counts", "source_counts"]
+__all__ = ["TopicTally", "VerifyRow", "compare", "direct_notes", "format_table",
+           "kafka07_counts", "kafka_counts", "source_counts"]
 
 
 def _digest(value: bytes) -> bytes:
@@ -51,6 +61,8 @@ class TopicTally:
     messages: int = 0
     digests: Counter[bytes] | None = None
     partitions: dict[str, int] = field(default_factory=dict)
+    direct: int = 0  # records written on target (no provenance headers), not in `messages`
+    headerless: bool = False  # no record had headers: every record was counted
 
     def add(self, partition: str, count: int, values: Iterable[bytes] = ()) -> None:
         """Count ``count`` messages; their payloads feed the digests when those are kept."""
@@ -58,6 +70,13 @@ class TopicTally:
             self.digests.update(_digest(v) for v in values)
         self.messages += count
         self.partitions[partition] = self.partitions.get(partition, 0) + count
+
+    def absorb(self, other: TopicTally) -> None:
+        """Count ``other``'s messages as this tally's own."""
+        if self.digests is not None:
+            self.digests.update(other.digests or ())
+        for partition, count in other.partitions.items():
+            self.add(partition, count)
 
 
 def source_counts(session: ZkSession, group: str, *, topics: Iterable[str] | None = None,
@@ -107,11 +126,13 @@ def source_counts(session: ZkSession, group: str, *, topics: Iterable[str] | Non
 
 
 def kafka_counts(bootstrap: list[str], topics: Iterable[str], *, method: str = "read",
-                 payloads: bool = False, timeout: float = 600.0) -> dict[str, TopicTally]:
+                 payloads: bool = False, timeout: float = 600.0,
+                 include_direct: bool = False) -> dict[str, TopicTally]:
     """Count messages of ``topics`` on a modern cluster (see module docstring).
 
     ``read`` uses a ``read_committed`` reader: what a downstream consumer of an exactly-once
-    mirror sees (aborted and open transactions excluded)."""
+    mirror sees (aborted and open transactions excluded); it counts mirrored records only
+    unless ``include_direct``."""
     from confluent_kafka import TopicPartition
 
     from zkconsumer.mirror.reader import _consumer, iter_records
@@ -135,11 +156,18 @@ def kafka_counts(bootstrap: list[str], topics: Iterable[str], *, method: str = "
             finally:
                 consumer.close()
             continue
+        direct = TopicTally(digests=Counter() if payloads else None)
         for p in range(n):
             tc.partitions.setdefault(str(p), 0)
         for record in iter_records(servers, topic, dict.fromkeys(range(n), 0),
                                    timeout=timeout):
-            tc.add(str(record.partition), 1, (record.value,))
+            mirrored = record.header(HEADER_SOURCE) is not None
+            (tc if mirrored else direct).add(str(record.partition), 1, (record.value,))
+        if include_direct or not tc.messages:
+            tc.headerless = not tc.messages and bool(direct.messages)
+            tc.absorb(direct)
+        else:
+            tc.direct = direct.messages
     return out
 
 
@@ -212,14 +240,22 @@ def compare(source: Mapping[str, TopicTally], target: Mapping[str, TopicTally],
     return rows
 
 
+def direct_notes(target: Mapping[str, TopicTally]) -> list[str]:
+    """What the target counts left out (records written on target) or could not tell apart."""
+    notes: list[str] = []
+    for topic, tally in sorted(target.items()):
+        if tally.direct:
+            notes.append(f"{topic}: {tally.direct} records written on target (no provenance "
+                         "headers) are not counted (--include-direct-writes counts them)")
+        if tally.headerless:
+            notes.append(f"{topic}: no record carries provenance headers (an --at-least-once "
+                         "mirror?): every record counted")
+    return notes
+
+
 def format_table(rows: list[VerifyRow]) -> str:
-    header = ("source topic(s)", "target topic", "source msgs", "target msgs", "missing",
-              "status")
-    body = [(",".join(r.source_topics), r.target_topic, str(r.source), str(r.target),
-             "-" if r.missing_payloads is None else str(r.missing_payloads), r.status)
-            for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
-              for i, h in enumerate(header)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
-    return "\n".join(lines)
+    return format_columns(
+        ("source topic(s)", "target topic", "source msgs", "target msgs", "missing", "status"),
+        [(",".join(r.source_topics), r.target_topic, str(r.source), str(r.target),
+          "-" if r.missing_payloads is None else str(r.missing_payloads), r.status)
+         for r in rows])
