@@ -182,6 +182,7 @@ def main(args: argparse.Namespace) -> int:
         if daemon.stopping:
             log.warning("second %s: exiting now (unacknowledged messages will be replayed)",
                         signal.Signals(signum).name)
+            daemon.sink.kill()  # an exec command must not outlive us
             os._exit(128 + signum)
         log.info("%s received: shutting down", signal.Signals(signum).name,
                  extra={"event": "signal", "signal": signal.Signals(signum).name})

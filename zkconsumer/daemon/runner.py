@@ -23,8 +23,11 @@ user code, ack what the sink acknowledged, fsync, then abandon the rest (`AckTra
 Shutdown (`request_stop`, from SIGTERM/SIGINT): stop polling, wait for in-flight work, close
 the sink, ack, commit, close the consumer -- which ends the ZooKeeper session so our ids and
 owner znodes vanish and peers rebalance at once.  ``--shutdown-timeout`` bounds all of it,
-even while ZooKeeper hangs: the final commit writes every partition at once with one
-deadline (`GroupConsumer.commit` with a timeout), and what it could not write is logged.
+counted from the signal, even while ZooKeeper hangs or an exec child ignores SIGTERM: the
+time is split up front (`_stop_budget`) -- waiting for in-flight work, closing the sink
+(for exec: EOF, SIGTERM, SIGKILL of its process group), then the final commit, which writes
+every partition at once with one deadline (`GroupConsumer.commit` with a timeout; what it
+could not write is logged), and leaving the group.
 
 Health (`health`, for ``/healthz``): besides a lost session and an idle member, a member that
 may be *deaf* -- its ZooKeeper watches not armed, or what it owns disagreeing with the
@@ -78,6 +81,7 @@ class Daemon:
         self.sink = sink if sink is not None else make_sink(config, self.tracker)
         self._clock = clock
         self._stop = threading.Event()
+        self._stop_requested_at: float | None = None  # clock() of the first stop request
         self._reopen = threading.Event()
         self._ack_lock = threading.Lock()
         self._consumer: GroupConsumer | None = None
@@ -108,6 +112,8 @@ class Daemon:
     # -- control (signal-handler safe: only set flags) -----------------------------------------
 
     def request_stop(self) -> None:
+        if self._stop_requested_at is None:
+            self._stop_requested_at = self._clock()
         self._stop.set()
         with self.tracker.cond:
             self.tracker.cond.notify_all()
@@ -278,25 +284,32 @@ class Daemon:
 
     def _shutdown(self, consumer: GroupConsumer) -> None:
         cfg = self.config
-        deadline = self._clock() + cfg.shutdown_timeout
+        timeout = cfg.shutdown_timeout
+        started = self._stop_requested_at
+        deadline = (self._clock() if started is None else started) + timeout
+        sink_time, tail_time = _stop_budget(timeout)
+
+        def left(reserve: float = 0.0) -> float:
+            return max(0.0, deadline - reserve - self._clock())
+
         log.info("stopping: finishing %d in-flight messages (up to %.1fs)", self.sink.inflight(),
-                 cfg.shutdown_timeout, extra={"event": "stopping"})
-        if self._fatal is None and not self.sink.drain(max(0.0, deadline - self._clock())):
+                 left(sink_time + tail_time), extra={"event": "stopping"})
+        if self._fatal is None and not self.sink.drain(left(sink_time + tail_time)):
             log.warning("shutdown timeout: %d unacknowledged messages are handed back (the "
                         "next owner re-reads them)", self.sink.inflight(),
                         extra={"event": "shutdown_timeout"})
         try:
-            self.sink.close(max(0.5, deadline - self._clock()))
+            self.sink.close(left(tail_time))
             self._sink_closed = True
             # all partitions at once, within what is left (a hung ZooKeeper must not hold
             # the stop past --shutdown-timeout: a supervisor would kill -9 us meanwhile);
             # what could not be written is logged by the consumer
-            self._commit(consumer, max(0.5, 0.8 * (deadline - self._clock())))
+            self._commit(consumer, max(0.05, 0.7 * left()))
         except SinkError as exc:
             log.error("%s; not committing what was written since the last commit", exc)
             self._fatal = self._fatal or exc
         finally:
-            consumer.close(timeout=max(0.5, deadline - self._clock()))
+            consumer.close(timeout=max(0.05, left()))
         log.info("stopped: %d messages consumed, %d acknowledged, %d commits",
                  self.consumed_messages, self.tracker.acked_messages, self.commits,
                  extra={"event": "stopped"})
@@ -454,6 +467,17 @@ class Daemon:
                    else IdleVerdict(True, "ok"))
         self._idle_cache = (now, verdict)
         return verdict
+
+
+def _stop_budget(timeout: float) -> tuple[float, float]:
+    """How much of ``--shutdown-timeout`` is kept back from waiting for in-flight work:
+    ``(for closing the sink, for the final commit and leaving the group)``.
+
+    Both usually take milliseconds; the reserve only matters when they hang (an exec child
+    that ignores SIGTERM, a ZooKeeper that does not answer).  A sink whose work finished
+    early gets the unused waiting time too.
+    """
+    return min(2.0, 0.3 * timeout), min(1.0, 0.2 * timeout)
 
 
 class _Listener:

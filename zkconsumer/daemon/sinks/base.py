@@ -92,4 +92,8 @@ class Sink:
         """Reopen output files (SIGHUP, after logrotate moved them)."""
 
     def close(self, timeout: float) -> None:
-        """Stop taking messages and release resources within about ``timeout`` s."""
+        """Stop taking messages and release resources within ``timeout`` s."""
+
+    def kill(self) -> None:
+        """The process exits now (second signal): end what would outlive it (an exec
+        command's processes).  Signal-handler safe: no locks, no waiting."""

@@ -27,8 +27,13 @@ The exec protocol (also in docs/operations.md):
   failure*; after ``max_restarts`` restarts in a row that all failed quickly the sink gives
   up (`Sink.failure`; 0 = never give up).  The daemon then exits non-zero, committing only
   what was acknowledged;
+* the command's processes are one process group (the shell's): when the shell exits -- on
+  its own, or killed (``kill`` of the ``/bin/sh`` wrapper) -- whatever is left of the group
+  gets SIGKILL, so no orphan keeps the pipes open and the exit is seen and restarted;
 * at shutdown the daemon waits for acknowledgements (``--shutdown-timeout``), then closes the
-  child's stdin; a child should exit on EOF.  One still running is sent SIGTERM, then SIGKILL.
+  child's stdin; a child should exit on EOF.  One still running is sent SIGTERM, then
+  SIGKILL -- the whole process group, both within the time `close` is given (`STOP_SHARES`);
+  a second signal to the daemon SIGKILLs the group at once (`kill`).
 
 Invariants: the daemon never has more than ``--max-in-flight`` unacknowledged messages written
 (the main loop stops polling, which is the backpressure); ``_batches`` lists, in write order,
@@ -59,9 +64,13 @@ from zkconsumer.daemon.sinks.base import Sink
 from zkconsumer.daemon.tracker import AckTracker
 from zkconsumer.errors import SinkError
 
-__all__ = ["ExecSink", "ProtocolViolation", "parse_acks"]
+__all__ = ["STOP_SHARES", "ExecSink", "ProtocolViolation", "parse_acks"]
 
 log = logging.getLogger(__name__)
+
+#: How `ExecSink.close` splits its time: waiting for the child to exit after stdin EOF, then
+#: after SIGTERM to its process group; SIGKILL comes with the rest (10 %) still left, to reap.
+STOP_SHARES = (0.6, 0.3)
 
 
 class ProtocolViolation(ValueError):
@@ -137,16 +146,51 @@ class _Sent:
 
 
 class _Child:
+    """One exec command: ``/bin/sh -c CMD``, leader of its own process group."""
+
     def __init__(self, proc: subprocess.Popen[bytes], number: int) -> None:
         self.proc = proc
         self.number = number
         self.started = time.monotonic()
         self.queue: queue.Queue[bytes | None] = queue.Queue()
         self.acked = 0
+        threading.Thread(target=self._reap, daemon=True,
+                         name=f"zkconsumer-exec-reaper-{proc.pid}").start()
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the whole process group (the shell and everything it started)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
+
+    def _reap(self) -> None:
+        """Once the shell is gone, end what is left of its group: an orphan would keep
+        stdout open, so the exit would never be seen (and it would outlive the daemon)."""
+        self.proc.wait()
+        self.kill()
+
+    def stop(self, timeout: float) -> None:
+        """Within ``timeout`` s after stdin EOF: wait, SIGTERM the group, wait, SIGKILL it."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        eof_share, term_share = STOP_SHARES
+        if self._wait(time.monotonic() + eof_share * timeout):
+            return
+        log.warning("exec child pid %d did not exit after stdin EOF; terminating its process "
+                    "group", self.proc.pid, extra={"event": "sink_terminate",
+                                                    "pid": self.proc.pid})
+        self.kill(signal.SIGTERM)
+        if self._wait(time.monotonic() + term_share * timeout):
+            return
+        log.warning("exec child pid %d ignored SIGTERM; killing its process group",
+                    self.proc.pid, extra={"event": "sink_terminate", "pid": self.proc.pid})
+        self.kill(signal.SIGKILL)
+        self._wait(deadline)
+
+    def _wait(self, until: float) -> bool:
+        try:
+            self.proc.wait(max(until - time.monotonic(), 0.0))
+            return True
+        except subprocess.TimeoutExpired:
+            return False
 
 
 class ExecSink(Sink):
@@ -241,25 +285,21 @@ class ExecSink(Sink):
                 lambda: not self._batches or self._batches[0].seq >= target, timeout)
 
     def close(self, timeout: float) -> None:
+        deadline = time.monotonic() + max(timeout, 0.0)
         self._closing.set()
         with self.tracker.cond:
             child = self._child
             self.tracker.cond.notify_all()
         if child is not None:
             child.queue.put(None)  # EOF once the queued data is written
-            try:
-                child.proc.wait(max(timeout, 0.0))
-            except subprocess.TimeoutExpired:
-                log.warning("exec child pid %d did not exit after stdin EOF; terminating it",
-                            child.proc.pid, extra={"event": "sink_terminate"})
-                child.kill(signal.SIGTERM)
-                try:
-                    child.proc.wait(2.0)
-                except subprocess.TimeoutExpired:
-                    child.kill(signal.SIGKILL)
-                    child.proc.wait()
+            child.stop(timeout)
         if self._supervisor is not None:
-            self._supervisor.join(max(timeout, 1.0))
+            self._supervisor.join(max(deadline - time.monotonic(), 0.0))
+
+    def kill(self) -> None:
+        child = self._child
+        if child is not None:
+            child.kill()
 
     # -- child management --------------------------------------------------------------------
 
