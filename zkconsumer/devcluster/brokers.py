@@ -34,6 +34,7 @@ from zkconsumer.broker.server import Broker
 from zkconsumer.devcluster.ports import restartable_port
 from zkconsumer.errors import BrokerStartupError, ZkConsumerError
 from zkconsumer.zk.paths import broker_id_path
+from zkconsumer.zk.security_config import zk_security_flags
 from zkconsumer.zk.session import ZkSession
 
 __all__ = ["DEV_DEFAULTS", "DevBroker", "DevBrokerProcess", "dev_broker_config"]
@@ -140,6 +141,7 @@ def _flag_args(config: BrokerConfig) -> list[str]:
             args += ["--property", f"log.default.flush.interval.ms={config.flush_interval_ms}"]
     if config.fsync:
         args.append("--fsync")
+    args += zk_security_flags(config.zk_security)
     done = {*flags, "broker_id", "log_dir", "port", "topic_partitions", "flush_interval_ms",
             "flush_scheduler_interval_ms", "fsync"}
     for key, name in PROPERTY_NAMES.items():  # everything else as 0.7 properties
@@ -247,7 +249,7 @@ class DevBrokerProcess:
 
     def _wait_registered(self, connect: str, deadline: float) -> None:
         want = f":{self.host}:{self.port}".encode()
-        session = ZkSession(connect)
+        session = ZkSession(connect, security=self.config.zk_security)
         try:
             session.start()
             while time.monotonic() < deadline:

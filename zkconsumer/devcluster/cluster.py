@@ -20,6 +20,7 @@ Invariants
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,8 +28,10 @@ from types import TracebackType
 from typing import Any
 
 from zkconsumer.devcluster.brokers import DevBroker, DevBrokerProcess
+from zkconsumer.devcluster.zksecure import ServerSecurity
 from zkconsumer.devcluster.zookeeper import ZooKeeperServer
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.zk.security import ZkSecurity
 
 __all__ = ["DevCluster"]
 
@@ -46,7 +49,8 @@ class DevCluster:
     def __init__(self, base_dir: str | Path, brokers: int = 2, zk_port: int = 0,
                  broker_ports: Sequence[int] | None = None, *, num_partitions: int = 1,
                  topic_partitions: Mapping[str, int] | None = None, chroot: str = "",
-                 in_process: bool = False, **broker_settings: Any) -> None:
+                 in_process: bool = False, zk_security: ServerSecurity | None = None,
+                 **broker_settings: Any) -> None:
         if brokers < 1:
             raise ConfigurationError(f"brokers: at least one broker, got {brokers}")
         if broker_ports is not None and len(broker_ports) != brokers:
@@ -55,7 +59,8 @@ class DevCluster:
         if chroot and (not chroot.startswith("/") or chroot == "/"):
             raise ConfigurationError(f"chroot: must start with '/', got {chroot!r}")
         self.base_dir = Path(base_dir)
-        self.zookeeper = ZooKeeperServer(self.base_dir / "zookeeper", port=zk_port)
+        self.zookeeper = ZooKeeperServer(self.base_dir / "zookeeper", port=zk_port,
+                                         security=zk_security)
         self.chroot = chroot.rstrip("/")
         self.num_brokers = brokers
         self.broker_ports = list(broker_ports) if broker_ports is not None else [0] * brokers
@@ -71,6 +76,25 @@ class DevCluster:
         return f"{self.zookeeper.connect_string}{self.chroot}"
 
     @property
+    def zk_secure_connect(self) -> str | None:
+        """The TLS (secureClientPort) connect string, with the chroot; None without TLS."""
+        if not self.zookeeper.security.tls:
+            return None
+        return f"{self.zookeeper.secure_connect_string}{self.chroot}"
+
+    @property
+    def client_security(self) -> ZkSecurity:
+        """What a client needs on `zk_secure_connect` (or `zk_connect` with SASL only)."""
+        return self.zookeeper.client_security
+
+    def _broker_security(self) -> ZkSecurity:
+        """The brokers use `zk_connect`: plain unless there is no plain port (TLS-only)."""
+        sec = self.client_security
+        if self.zookeeper.connect_string == self.zookeeper.secure_connect_string:
+            return sec
+        return dataclasses.replace(sec, tls_ca=None, tls_cert=None, tls_key=None)
+
+    @property
     def broker_list(self) -> str:
         """``id:host:port,...`` -- the producer's ``broker.list`` format."""
         return ",".join(f"{b.broker_id}:{b.address}" for b in self.brokers)
@@ -79,6 +103,7 @@ class DevCluster:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.zookeeper.start()
+            self.broker_settings.setdefault("zk_security", self._broker_security())
             for broker_id, port in enumerate(self.broker_ports):
                 log_dir = self.base_dir / f"broker-{broker_id}"
                 broker: DevBroker | DevBrokerProcess

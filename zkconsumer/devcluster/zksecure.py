@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zkconsumer.devcluster.certs import CertificateAuthority
-from zkconsumer.zk.security import Secret, ZkSecurity
+from zkconsumer.zk.security import ZkSecurity
 
 __all__ = ["PreparedSecurity", "ServerSecurity", "prepare"]
 
@@ -61,7 +61,8 @@ class PreparedSecurity:
     jvm_args: tuple[str, ...]
     classpath: tuple[str, ...]
     ca: CertificateAuthority | None
-    client: ZkSecurity  # TLS files (client certificate) and, with SASL, the first user
+    client: ZkSecurity  # TLS files (client certificate); with SASL the first user and a
+    # password file (``sasl-password``, mode 0600) so child processes get paths, not secrets
 
 
 def prepare(security: ServerSecurity, directory: Path) -> PreparedSecurity:
@@ -89,11 +90,15 @@ def prepare(security: ServerSecurity, directory: Path) -> PreparedSecurity:
         jaas.write_text("Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule "
                         f"required{users};\n}};\n")
         os.chmod(jaas, 0o600)
+        user, password = next(iter(security.sasl_users.items()))
+        password_file = directory / "sasl-password"  # what clients (and brokers) read
+        password_file.write_text(password + "\n")
+        os.chmod(password_file, 0o600)
         jvm.append(f"-Djava.security.auth.login.config={jaas}")
         cfg.append("authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
         if security.require_sasl:
             cfg.append("sessionRequireClientSASLAuth=true")
-        user, password = next(iter(security.sasl_users.items()))
         client = ZkSecurity(tls_ca=client.tls_ca, tls_cert=client.tls_cert,
-                            tls_key=client.tls_key, sasl_user=user, password=Secret(password))
+                            tls_key=client.tls_key, sasl_user=user,
+                            password_file=str(password_file))
     return PreparedSecurity(tuple(cfg), tuple(jvm), tuple(cp), ca, client)

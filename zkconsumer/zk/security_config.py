@@ -46,6 +46,7 @@ __all__ = [
     "add_zk_security_arguments",
     "is_security_key",
     "split_security_properties",
+    "zk_security_flags",
     "zk_security_from",
     "zk_security_from_options",
     "zk_security_options",
@@ -197,6 +198,25 @@ def zk_security_options(security: ZkSecurity) -> dict[str, str]:
         if value:
             out[key] = value
     return out
+
+
+def zk_security_flags(security: ZkSecurity) -> list[str]:
+    """Command-line flags reproducing ``security`` for a child process (paths and user names
+    only; a password held in memory cannot be passed: `ConfigurationError`)."""
+    opts = zk_security_options(security)
+    flags = [flag for key, flag in (("zk.tls.ca", "--zk-tls-ca"), ("zk.tls.cert", "--zk-tls-cert"),
+                                    ("zk.tls.key", "--zk-tls-key"),
+                                    ("zk.sasl.user", "--zk-sasl-user"),
+                                    ("zk.digest.user", "--zk-digest-user"),
+                                    ("zk.password.file", "--zk-password-file"))
+             if key in opts for flag in (flag, opts[key])]
+    if security.sasl_mechanism != "DIGEST-MD5":
+        flags += ["--zk-sasl-mechanism", security.sasl_mechanism]
+    if not security.verify_hostname:
+        flags.append("--zk-tls-no-verify-hostname")
+    if security.acl is not ZkAcl.OPEN:
+        flags += ["--zk-acl", security.acl.value]
+    return flags
 
 
 def zk_security_from_options(options: Mapping[str, str]) -> ZkSecurity:
