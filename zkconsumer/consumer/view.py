@@ -29,6 +29,7 @@ must be in the view, else `ConsumerError` fails the attempt (the reference throw
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from zkconsumer.consumer.assignment import assign_topics
@@ -44,7 +45,8 @@ from zkconsumer.zk.paths import (
 from zkconsumer.zk.registry import log_once, read_brokers, read_partition_names, read_topics
 from zkconsumer.zk.session import ZkSession
 
-__all__ = ["GroupView", "read_view"]
+__all__ = ["GroupView", "need_all_topics", "parse_members", "read_members", "read_view",
+           "view_threads"]
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +95,17 @@ class GroupView:
 
 def read_members(session: ZkSession, group: str) -> tuple[dict[str, TopicCount], dict[str, str]]:
     """Every registered member's `TopicCount`, and the unreadable ones with the reason."""
+    return parse_members(group, [(cid, session.get(consumer_id_path(group, cid)))
+                                 for cid in session.get_children(consumer_ids_path(group))])
+
+
+def parse_members(group: str, entries: Iterable[tuple[str, bytes | None]],
+                  ) -> tuple[dict[str, TopicCount], dict[str, str]]:
+    """`read_members` without the reads: ``(consumer id, data or None if it vanished)``."""
     members: dict[str, TopicCount] = {}
     unreadable: dict[str, str] = {}
-    for cid in session.get_children(consumer_ids_path(group)):
+    for cid, data in entries:
         path = consumer_id_path(group, cid)
-        data = session.get(path)
         if data is None:
             continue
         try:
@@ -110,21 +118,35 @@ def read_members(session: ZkSession, group: str) -> tuple[dict[str, TopicCount],
     return members, unreadable
 
 
-def read_view(session: ZkSession, group: str, consumer_id: str,
-              subscription: Subscription) -> GroupView:
-    """Read members, topics, partitions and brokers for one rebalance attempt."""
-    members, unreadable = read_members(session, group)
+def need_all_topics(mine: TopicCount, members: dict[str, TopicCount]) -> bool:
+    """True if the view must list ``/brokers/topics`` (some member subscribes by filter)."""
+    return mine.is_wildcard or any(tc.is_wildcard for tc in members.values())
+
+
+def view_threads(group: str, consumer_id: str, mine: TopicCount,
+                 members: dict[str, TopicCount], all_topics: list[str],
+                 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """``(my threads per topic, every member's threads per my topic)``; `ConsumerError` if
+    our own registration is missing (the reference throws too)."""
     if consumer_id not in members:
         raise ConsumerError(f"group {group}: our registration {consumer_id} is missing from "
                             f"{consumer_ids_path(group)}")
-    need_topics = subscription.is_wildcard or any(tc.is_wildcard for tc in members.values())
-    all_topics = read_topics(session) if need_topics else []
-    my_threads = subscription.thread_ids(consumer_id, all_topics)
+    my_threads = mine.thread_ids_per_topic(consumer_id, all_topics)
     threads: dict[str, list[str]] = {t: [] for t in my_threads}
     for cid, tc in members.items():
         for topic, ids in tc.thread_ids_per_topic(cid, all_topics).items():
             if topic in threads:
                 threads[topic].extend(ids)
+    return my_threads, threads
+
+
+def read_view(session: ZkSession, group: str, consumer_id: str,
+              subscription: Subscription) -> GroupView:
+    """Read members, topics, partitions and brokers for one rebalance attempt."""
+    members, unreadable = read_members(session, group)
+    mine = subscription.topic_count
+    all_topics = read_topics(session) if need_all_topics(mine, members) else []
+    my_threads, threads = view_threads(group, consumer_id, mine, members, all_topics)
     partitions = {topic: read_partition_names(session, topic) for topic in my_threads}
     brokers = read_brokers(session)
     return GroupView(members, all_topics, my_threads, threads, partitions, brokers, unreadable)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 
 from zkconsumer.errors import ZnodeDataError
 from zkconsumer.zk.paths import (
@@ -33,7 +33,6 @@ from zkconsumer.zk.paths import (
     BROKER_TOPICS,
     BrokerInfo,
     TopicCount,
-    broker_id_path,
     consumer_id_path,
     consumer_ids_path,
     owner_path,
@@ -43,12 +42,14 @@ from zkconsumer.zk.paths import (
     parse_partition_count,
     parse_topic_count,
     partition_name,
-    topic_broker_path,
 )
 from zkconsumer.zk.session import ZkSession
 
 __all__ = [
     "log_once",
+    "parse_brokers",
+    "parse_topic_partitions",
+    "partition_names",
     "read_brokers",
     "read_group_members",
     "read_owners",
@@ -94,20 +95,42 @@ def read_brokers(session: ZkSession, *, strict: bool = False) -> dict[int, Broke
 
     Unreadable registrations are skipped (logged once) unless ``strict``.
     """
+    entries = [(child, session.get(f"{BROKER_IDS}/{child}"))
+               for child in session.get_children(BROKER_IDS)]
+    return parse_brokers(entries, strict=strict,
+                         on_bad=lambda exc: report_bad_znode(session, exc, _BAD_BROKER))
+
+
+_BAD_BROKER = ("this broker is treated as not registered; its partitions cannot be fetched "
+               "until the registration is fixed")
+
+
+def parse_brokers(entries: Iterable[tuple[str, bytes | None]], *, strict: bool = False,
+                  on_bad: Callable[[ZnodeDataError], None] | None = None,
+                  ) -> dict[int, BrokerInfo]:
+    """`read_brokers` without the reads: ``(child name, data or None if it vanished)``.
+
+    Pure, so the group member's state machine parses what its own reads returned exactly
+    as every other reader does.  ``on_bad`` is told of each skipped entry."""
     brokers: dict[int, BrokerInfo] = {}
-    for child in session.get_children(BROKER_IDS):
+    for child, data in entries:
         try:
             bid = parse_broker_id(child, path=f"{BROKER_IDS}/{child}")
-            data = session.get(broker_id_path(bid))
             if data is None:
                 continue
             brokers[bid] = parse_broker_info(bid, data)
         except ZnodeDataError as exc:
             if strict:
                 raise
-            report_bad_znode(session, exc, "this broker is treated as not registered; its "
-                             "partitions cannot be fetched until the registration is fixed")
+            (on_bad or _log_bad(_BAD_BROKER))(exc)
     return dict(sorted(brokers.items()))
+
+
+def _log_bad(consequence: str) -> Callable[[ZnodeDataError], None]:
+    def report(exc: ZnodeDataError) -> None:
+        log_once(log, logging.ERROR, ("bad-znode", exc.path, exc.data),
+                 "ignoring an unreadable broker znode (%s): %s", consequence, exc)
+    return report
 
 
 def read_topics(session: ZkSession) -> list[str]:
@@ -122,30 +145,46 @@ def read_topic_partitions(session: ZkSession, topic: str, *,
     Unreadable entries are skipped (logged once) unless ``strict``: that broker holds no
     partition of the topic as far as readers are concerned.
     """
+    entries = [(child, session.get(f"{BROKER_TOPICS}/{topic}/{child}"))
+               for child in session.get_children(f"{BROKER_TOPICS}/{topic}")]
+    return parse_topic_partitions(
+        topic, entries, strict=strict,
+        on_bad=lambda exc: report_bad_znode(session, exc, _bad_partitions(topic)))
+
+
+def _bad_partitions(topic: str) -> str:
+    return f"that broker's partitions of {topic} are left out until the registration is fixed"
+
+
+def parse_topic_partitions(topic: str, entries: Iterable[tuple[str, bytes | None]], *,
+                           strict: bool = False,
+                           on_bad: Callable[[ZnodeDataError], None] | None = None,
+                           ) -> dict[int, int]:
+    """`read_topic_partitions` without the reads (see `parse_brokers`)."""
     counts: dict[int, int] = {}
-    for child in session.get_children(f"{BROKER_TOPICS}/{topic}"):
+    for child, data in entries:
         path = f"{BROKER_TOPICS}/{topic}/{child}"
         try:
             bid = parse_broker_id(child, path=path)
-            data = session.get(topic_broker_path(topic, bid))
             if data is None:
                 continue
             counts[bid] = parse_partition_count(path, data)
         except ZnodeDataError as exc:
             if strict:
                 raise
-            report_bad_znode(session, exc, f"that broker's partitions of {topic} are left "
-                             "out until the registration is fixed")
+            (on_bad or _log_bad(_bad_partitions(topic)))(exc)
     return dict(sorted(counts.items()))
+
+
+def partition_names(counts: Mapping[int, int]) -> list[str]:
+    """``{broker: n}`` -> ``["B-P", ...]`` sorted as *strings*, as Scala ranges over them."""
+    return sorted(partition_name(b, p) for b, n in counts.items() for p in range(n))
 
 
 def read_partition_names(session: ZkSession, topic: str, *, strict: bool = False) -> list[str]:
     """``["B-P", ...]`` of a topic, sorted as *strings* (``"10-0" < "2-0"``), exactly the list
     the Scala consumer's rebalance ranges over (ZkUtils.getPartitionsForTopics)."""
-    names = [partition_name(b, p)
-             for b, n in read_topic_partitions(session, topic, strict=strict).items()
-             for p in range(n)]
-    return sorted(names)
+    return partition_names(read_topic_partitions(session, topic, strict=strict))
 
 
 def read_group_members(session: ZkSession, group: str) -> dict[str, TopicCount]:
