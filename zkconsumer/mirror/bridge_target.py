@@ -310,14 +310,15 @@ class Kafka07Sink:
         failures raise (the caller retries the same call: a batch that landed meanwhile is
         recognised, never written twice)."""
         slot = self._slot(topic, index)
-        self._settle(slot)
-        cp = slot.cp
-        assert cp is not None
-        if all(cp.sources.get(s, -1) >= o for s, o in sources.items()):
-            return  # a retry of a batch that landed (resolved by `_settle`)
-        intent = BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
-        if not self._store(slot, dataclasses.replace(cp, intent=intent)):
-            raise MirrorError(f"{slot.path} changed under us; retrying")
+        while True:  # another member of the group may write this partition too: take turns
+            self._settle(slot)
+            cp = slot.cp
+            assert cp is not None
+            if all(cp.sources.get(s, -1) >= o for s, o in sources.items()):
+                return  # a retry of a batch that landed (resolved by `_settle`)
+            intent = BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
+            if self._store(slot, dataclasses.replace(cp, intent=intent)):
+                break
         t = slot.target
         try:
             accepted = confirmed_produce(self._conn(t.broker_id),
