@@ -10,23 +10,26 @@ provenance (headers ``zkc.source`` = ``topic/B-P``, ``zkc.offset``, ``zkc.index`
   boundary, so this is exact; a commit inside a compressed set points at the set's start and
   the whole set is pending, as the 0.7 consumer itself would replay it), or when the group
   committed nothing for that partition;
+* a record **written on target** (no provenance headers: producers that moved already) is
+  pending unless a bridge copied it into 0.7 and the group read it there
+  (`zkconsumer.mirror.bridged`, from the bridge's checkpoints in ZooKeeper);
 * per target partition, the translated offset is that of the **first pending record**; with
-  none, the partition's end (the consumer sees only what comes next).  When one target
-  partition holds several source partitions (``--topic-map`` merges, ``hash``,
-  ``round-robin``, or ``preserve`` onto fewer partitions), records of other sources that the
-  group had consumed may follow the first pending one: they are counted as ``replayed`` in
-  the plan.  With ``preserve`` and at least as many target partitions as source partitions
-  (brokers x partitions per broker) nothing is replayed.  Records without provenance headers
-  were **written on the target** directly (producers that moved already): those after the
-  translated offset are delivered too and counted apart (``written on target``).
+  none, the partition's end (the consumer sees only what comes next).  Nothing pending is
+  ever skipped.  Records the group had that follow the first pending one are counted as
+  ``replayed``: where one target partition holds several source partitions (``--topic-map``
+  merges, ``hash``, ``round-robin``, or ``preserve`` onto fewer partitions).  With
+  ``preserve`` and at least as many target partitions as source partitions (brokers x
+  partitions per broker) nothing is replayed.  ``to deliver`` counts the pending records from
+  the offset on, ``written on target`` those of them without provenance headers.
 
 The reverse direction (``--reverse``, `zkconsumer.mirror.translate_reverse`) uses the same
 `zkconsumer.mirror.provenance` scan.
 
 Refusals (the plan is printed, nothing is committed, exit status 1): the 0.7 group still has
-live members (``--force`` overrides: they may commit more after the translation), or the
+live members (``--force`` overrides: they may commit more after the translation), the
 mirror has not copied a partition up to the group's committed offset (the row says how many
-bytes are missing; wait for the mirror and run again).  The mirror's copied position is its
+bytes are missing; wait for the mirror and run again), or the group stopped inside what a
+bridge wrote into a 0.7 partition (let it read to the end).  The mirror's copied position is its
 checkpoint on the target (exactly-once) or else its ZooKeeper offset.
 
 Invariants: read-only unless ``apply``; the target is read with ``read_committed``; offsets
@@ -39,6 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zkconsumer.errors import MirrorError
+from zkconsumer.mirror.bridged import BridgedView, bridged_view
 from zkconsumer.mirror.checkpoints import CHECKPOINT_TOPIC, checkpoint_key, read_checkpoints
 from zkconsumer.mirror.provenance import (
     Mark,
@@ -60,9 +64,9 @@ class PlanRow:
     topic: str
     partition: int
     offset: int
-    pending: int  # mirrored records from `offset` on that the 0.7 group had not consumed
-    replayed: int  # mirrored records from `offset` on the 0.7 group had consumed (merges)
-    written: int = 0  # records from `offset` on written on the target directly (no headers)
+    pending: int  # records from `offset` on that the 0.7 group had not had ("to deliver")
+    replayed: int  # records from `offset` on that the 0.7 group had (merges, hash spread)
+    written: int = 0  # of `pending`: records written on the target (no provenance headers)
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class Plan:
     rows: list[PlanRow] = field(default_factory=list)
     behind: list[Behind] = field(default_factory=list)
     live_members: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)  # e.g. stopped inside a bridge's writes
     written: int = 0  # target records written directly on the target (no provenance headers)
 
 
@@ -109,10 +114,14 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
     keys = {checkpoint_key(mirror_group, t, p): (t, p)
             for t in wanted for p in {*committed.get(t, {}), *mirror_zk.get(t, {})}}
     checkpoints = read_checkpoints(bootstrap, checkpoint_topic, keys)
+    bridged = bridged_view(session, group, wanted, committed)
+    plan.refusals += bridged.refusals
     for key, (topic, partition) in sorted(keys.items(), key=lambda kv: kv[1]):
         at = committed.get(topic, {}).get(partition)
         if at is None:
             continue
+        # what a bridge wrote into 0.7 is not the mirror's to copy: it must reach the start
+        at = min(at, bridged.starts.get((topic, partition), at))
         cp = checkpoints.get(key)
         mirrored = cp.offset if cp is not None and cp.offset >= 0 else \
             mirror_zk.get(topic, {}).get(partition)
@@ -121,34 +130,36 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
 
     for target, sources in sorted(targets_of(wanted, topic_map or {}).items()):
         n, marks = scan_marks(bootstrap, target)
-        first: dict[int, int] = {}
-        pending = dict.fromkeys(range(n), 0)
+        by_partition: dict[int, list[tuple[Mark, bool]]] = {p: [] for p in range(n)}
         for m in marks:
-            if m.source is None or m.source[0] not in sources:
-                continue
-            at = committed.get(m.source[0], {}).get(m.source[1])
-            if at is None or m.at >= at:
-                pending[m.partition] += 1
-                first.setdefault(m.partition, m.offset)
-        by_partition: dict[int, list[Mark]] = {p: [] for p in range(n)}
-        for m in marks:
-            by_partition[m.partition].append(m)
+            by_partition[m.partition].append((m, _had(m, sources, committed, bridged,
+                                                      target)))
         plan.written += sum(1 for m in marks if m.source is None)
         reader = _consumer(bootstrap, "read_committed", None)
         try:
             for p in range(n):
-                if p in first:
-                    start = first[p]
-                else:
+                start = next((m.offset for m, had in by_partition[p] if not had), None)
+                if start is None:
                     start = int(reader.get_watermark_offsets(TopicPartition(target, p),
                                                              timeout=30)[1])
-                after = [m for m in by_partition[p] if m.offset >= start]
-                written = sum(1 for m in after if m.source is None)
-                plan.rows.append(PlanRow(target, p, start, pending[p],
-                                         len(after) - pending[p] - written, written))
+                after = [(m, had) for m, had in by_partition[p] if m.offset >= start]
+                new = [m for m, had in after if not had]
+                plan.rows.append(PlanRow(target, p, start, len(new), len(after) - len(new),
+                                         sum(1 for m in new if m.source is None)))
         finally:
             reader.close()
     return plan
+
+
+def _had(mark: Mark, sources: set[str], committed: Mapping[str, Mapping[str, int]],
+         bridged: BridgedView, target: str) -> bool:
+    """Whether the 0.7 group already had the message of ``mark`` (module docstring)."""
+    if mark.source is None:  # written on target: had only through a bridge
+        return mark.offset < bridged.position(target, mark.partition)
+    if mark.source[0] not in sources:
+        return True  # another 0.7 topic's: never the group's to get
+    at = committed.get(mark.source[0], {}).get(mark.source[1])
+    return at is not None and mark.at < at
 
 
 def format_plan(plan: Plan) -> str:

@@ -106,8 +106,9 @@ def _forward(args: argparse.Namespace, bootstrap: str) -> int:
     if plan.written:
         print(f"note: {plan.written} target records were written on target (no provenance "
               "headers: not copied by the mirror); the rows count those the new group gets "
-              "under \"written on target\"", file=sys.stderr)
-    refusals = [str(b) for b in plan.behind]
+              "under \"written on target\" (a 0.7 group had them only through a bridge)",
+              file=sys.stderr)
+    refusals = [*map(str, plan.behind), *plan.refusals]
     if plan.live_members and not args.force:
         refusals.append(f"0.7 group {args.group} still has live members "
                         f"({', '.join(plan.live_members)}); stop them (or --force)")
