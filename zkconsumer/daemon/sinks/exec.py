@@ -356,6 +356,7 @@ class ExecSink(Sink):
         while True:
             self._read_acks(child)
             status = child.proc.wait()
+            child.queue.put(None)  # its writer thread may wait for data that never comes: end it
             lived = time.monotonic() - child.started
             with self.tracker.cond:
                 if self._child is child:
