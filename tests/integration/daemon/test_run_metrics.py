@@ -50,8 +50,13 @@ def test_metrics_move_and_healthz(tmp_path: Path, dev_broker: Any, zk_connect: s
     try:
         a.wait_stable()
         wait_until(lambda: len(read_lines(out1)) == 100, what="100 consumed")
-        m = wait_until(lambda: (lambda v: v if v["zkconsumer_commits_total"] >= 1 else None)(
-            _metrics(p1)), what="a commit in the metrics")
+        # acknowledgements, commits and the lag (known once the fetcher reached the end)
+        # arrive after the output is written: wait for all of what is asserted below
+        m = wait_until(lambda: (lambda v: v if v["zkconsumer_commits_total"] >= 1
+                                and v["zkconsumer_messages_acknowledged_total"] == 100
+                                and v.get("zkconsumer_lag_bytes{partition=0-0,topic=ev}") == 0
+                                else None)(_metrics(p1)),
+                       what="a commit, every acknowledgement and the lag in the metrics")
         assert m["zkconsumer_messages_consumed_total"] == 100
         assert m["zkconsumer_bytes_consumed_total"] == sum(len(v) for v in values("m", 100))
         assert m["zkconsumer_messages_acknowledged_total"] == 100

@@ -73,8 +73,10 @@ def test_async_flushes_on_batch_size(dev_broker: Any) -> None:
         for i in range(10):
             producer.send("bs", b"m%d" % i)
         # no flush, no close: the 10th message makes the batch due
-        wait_until(lambda: len(read_values(broker, "bs", 0)) == 10, what="size-triggered batch")
-        assert producer.stats.requests == 1  # one (topic, partition) set, one request
+        # the broker stores the set before it answers, and the stats count the answer: wait
+        # for the count, which comes last
+        wait_until(lambda: producer.stats.requests == 1, what="size-triggered batch")
+        assert len(read_values(broker, "bs", 0)) == 10  # one (topic, partition) set, one request
         producer.send("bs", b"late")
         assert producer.stats.requests == 1
     assert read_values(broker, "bs", 0)[-1] == b"late"  # sent by close
