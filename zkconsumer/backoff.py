@@ -124,6 +124,10 @@ class Backoff:
         """True once the deadline has passed (never without a deadline)."""
         return self._deadline is not None and self._clock() >= self._deadline
 
+    def sleep(self, seconds: float) -> bool:
+        """Sleep ``seconds`` with the injected sleep.  True: not interrupted."""
+        return not self._sleep(seconds)
+
     def wait(self) -> bool:
         """Count one failure and sleep its delay.  True: try again.  False: the deadline had
         already passed or the sleep was interrupted -- stop retrying.
@@ -134,4 +138,4 @@ class Backoff:
         if self.expired():
             self._attempts += 1
             return False
-        return not self._sleep(self.next_delay())
+        return self.sleep(self.next_delay())

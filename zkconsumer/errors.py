@@ -59,6 +59,7 @@ __all__ = [
     "ZkConsumerError",
     "ZnodeDataError",
     "ZooKeeperError",
+    "ZooKeeperUnreachableError",
 ]
 
 
@@ -354,6 +355,15 @@ class SessionExpiredError(ZooKeeperError):
 class ZooKeeperAuthError(ZooKeeperError):
     """ZooKeeper refused our credentials or TLS (or we refused its certificate), or an ACL
     denied an operation (NoAuth): retrying with the same settings cannot help."""
+
+
+class ZooKeeperUnreachableError(ZooKeeperError):
+    """No ZooKeeper server of the connect string answered within ``zk.connectiontimeout.ms``.
+
+    Retriable: a long-running command keeps trying at start-up (`zk.session.start_when_reachable`);
+    a one-shot command reports it.  Not raised for a host that does not resolve, a missing
+    chroot or refused credentials: those are settings to fix.
+    """
 
 
 class ZnodeDataError(ZooKeeperError):

@@ -40,10 +40,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--handler mymod:handle --dead-letter dead.jsonl\n"
         "exec protocol, handler API, honoured 0.7 properties: docs/operations.md\n\n"
         "exit status: 0 stopped cleanly by SIGTERM / SIGINT, 1 error (bad setting, ZooKeeper\n"
-        "unreachable, a sink that cannot start, an exec command that cannot run or keeps\n"
-        "failing at once, a --zk chroot that does not exist), 2 usage (also a --topic name\n"
-        "0.7 cannot carry: '..', 'a/b', non-ASCII, over 255 characters), 128+N a second\n"
-        "signal N (exit at once).  A --topic no broker has registered yet is waited for, with\n"
+        "unreachable past --startup-timeout, a sink that cannot start, an exec command that\n"
+        "cannot run or keeps failing at once, a --zk chroot that does not exist), 2 usage\n"
+        "(also a --topic name 0.7 cannot carry: '..', 'a/b', non-ASCII, over 255\n"
+        "characters), 128+N a second signal N (exit at once, ending an exec command's\n"
+        "processes too).  A --topic no broker has registered yet is waited for, with\n"
         "a warning, the zkconsumer_unregistered_topics gauge and a /healthz note")
     g = parser.add_argument_group("group and subscription")
     g.add_argument("--zk", metavar="HOST:PORT[,...][/chroot]",
@@ -103,7 +104,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     o = parser.add_argument_group("operations")
     o.add_argument("--shutdown-timeout", type=float, default=10.0, metavar="S",
-                   help="on SIGTERM, how long to wait for in-flight messages (default 10)")
+                   help="on SIGTERM, the bound of the whole stop, signal to exit: in-flight "
+                        "messages, closing the sink (an exec command's processes get SIGTERM, "
+                        "then SIGKILL), the final commit, leaving the group (default 10)")
+    o.add_argument("--startup-timeout", type=float, metavar="S",
+                   help="at start, keep trying to reach ZooKeeper (with backoff, each attempt "
+                        "logged, /healthz 503) for at most S seconds, then exit 1 "
+                        "(default: no limit)")
     o.add_argument("--revoke-timeout", type=float, default=5.0, metavar="S",
                    help="on rebalance, how long to wait for in-flight messages (default 5)")
     o.add_argument("--metrics-port", type=int, metavar="P",

@@ -74,6 +74,7 @@ class DaemonConfig:
     exec_max_restarts: int = 10  # quick failures in a row tolerated; 0 = unlimited
     shutdown_timeout: float = 10.0
     revoke_timeout: float = 5.0
+    startup_timeout: float | None = None  # None: keep trying to reach ZooKeeper forever
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = None
     health_idle_timeout: float = 60.0
@@ -114,6 +115,9 @@ class DaemonConfig:
                              ("--health-idle-timeout", self.health_idle_timeout)):
             if not fvalue > 0:
                 raise ConfigurationError(f"{flag} must be > 0, got {fvalue}")
+        if self.startup_timeout is not None and not self.startup_timeout > 0:
+            raise ConfigurationError(f"--startup-timeout must be > 0, got "
+                                     f"{self.startup_timeout}")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise ConfigurationError(f"--metrics-port must be 0..65535, got {self.metrics_port}")
 
@@ -211,7 +215,8 @@ def build_config(args: argparse.Namespace) -> DaemonConfig:
         dead_letter_topic=args.dead_letter_topic, restart_backoff=args.restart_backoff,
         restart_backoff_max=args.restart_backoff_max,
         exec_max_restarts=args.exec_max_restarts, shutdown_timeout=args.shutdown_timeout,
-        revoke_timeout=args.revoke_timeout, metrics_host=args.metrics_host,
+        revoke_timeout=args.revoke_timeout, startup_timeout=args.startup_timeout,
+        metrics_host=args.metrics_host,
         metrics_port=args.metrics_port, health_idle_timeout=args.health_idle_timeout,
         progress=args.progress,
     )

@@ -1,4 +1,4 @@
-"""Is a member that owns nothing a problem?  The idle part of ``/healthz``.
+"""Is a member that owns nothing a problem, or one that may be deaf?  Parts of ``/healthz``.
 
 A member that has owned no partition for longer than ``--health-idle-timeout`` is
 unhealthy only when owning nothing is wrong:
@@ -15,6 +15,8 @@ partition is owned, and this member takes over when another one leaves.  That is
 Invariants: `idle_verdict` is pure (tested with tables); `read_idle_verdict` only reads
 ZooKeeper, with the same view a rebalance uses (`read_view`); a read that fails is
 reported as unhealthy ("cannot tell"), never hidden.
+
+`Deafness` tells a member that may be missing group changes (see its docstring).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from zkconsumer.consumer.view import GroupView, read_view
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.registry import read_owners
 
-__all__ = ["IdleVerdict", "idle_verdict", "read_idle_verdict"]
+__all__ = ["Deafness", "IdleVerdict", "idle_verdict", "read_idle_verdict"]
 
 
 @dataclass(frozen=True)
@@ -77,3 +79,55 @@ def read_idle_verdict(consumer: GroupConsumer) -> IdleVerdict:
 def _names(items: list[str], limit: int = 5) -> str:
     more = len(items) - limit
     return ", ".join(items[:limit]) + (f", ... {more} more" if more > 0 else "")
+
+
+class Deafness:
+    """Why the member may be missing group changes, once that lasted ``bound`` seconds.
+
+    Two symptoms, each tolerated for the bound (a reconnect or a rebalance passes through
+    both for a moment): ZooKeeper watches not armed on the current connection, and an
+    assignment that disagrees with the group's reference decision (read from ZooKeeper
+    at most every few seconds).  A disagreement also asks for a rebalance at once: if the
+    member missed an event, that alone repairs it.  Called by ``/healthz`` only.
+    """
+
+    def __init__(self) -> None:
+        self._unarmed_since: float | None = None
+        self._drift_since: float | None = None
+        self._drift_cache: tuple[float, list[str]] | None = None  # (read at, drift)
+
+    def check(self, consumer: GroupConsumer | None, suspended: bool, now: float,
+              bound: float) -> str | None:
+        """The reason to answer 503, or None."""
+        if consumer is None or suspended:
+            self._unarmed_since = self._drift_since = None
+            return None  # SUSPENDED: paused on purpose, and a session loss is reported apart
+        if consumer.watches_armed():
+            self._unarmed_since = None
+        else:
+            if self._unarmed_since is None:
+                self._unarmed_since = now
+            if now - self._unarmed_since > bound:
+                return (f"ZooKeeper watches not armed for {now - self._unarmed_since:.0f}s: "
+                        "the member does not see joins, leaves or new partitions")
+        cached = self._drift_cache
+        if cached is None or now - cached[0] >= min(5.0, bound):
+            try:
+                drift = consumer.check_assignment()
+            except ZkConsumerError:
+                drift = cached[1] if cached is not None else []
+            self._drift_cache = (now, drift)
+            if drift:
+                consumer.request_rebalance()
+        drift = self._drift_cache[1] if self._drift_cache is not None else []
+        if not drift:
+            self._drift_since = None
+            return None
+        if self._drift_since is None:
+            self._drift_since = now
+        if now - self._drift_since > bound:
+            shown = "; ".join(drift[:3]) + (f" (+{len(drift) - 3} more)" if len(drift) > 3
+                                            else "")
+            return (f"assignment disagrees with the group's decision for "
+                    f"{now - self._drift_since:.0f}s (a rebalance was requested): {shown}")
+        return None

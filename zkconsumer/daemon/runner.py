@@ -43,9 +43,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from zkconsumer.backoff import Backoff
 from zkconsumer.consumer import GroupConsumer
 from zkconsumer.daemon.config import DaemonConfig
-from zkconsumer.daemon.health import IdleVerdict, read_idle_verdict
+from zkconsumer.daemon.health import Deafness, IdleVerdict, read_idle_verdict
 from zkconsumer.daemon.metrics import DaemonMetrics, Snapshot
 from zkconsumer.daemon.sinks import Sink, make_sink
 from zkconsumer.daemon.topics import TopicPresence
@@ -53,6 +54,7 @@ from zkconsumer.daemon.tracker import AckTracker, Key
 from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
 from zkconsumer.telemetry.http import MetricsServer
 from zkconsumer.telemetry.progress import Progress
+from zkconsumer.zk.session import start_when_reachable
 
 __all__ = ["Daemon"]
 
@@ -97,14 +99,12 @@ class Daemon:
         self.partition_errors = 0
         self.state = "INIT"
         self._session_lost = False
+        self._zk_unreachable: str | None = None  # why ZooKeeper is not answering at start-up
         self._owned = 0
         self._idle_since: float | None = clock()
         self._idle_cache: tuple[float, IdleVerdict] | None = None
         self.topics = TopicPresence(config.subscription)  # subscribed, not registered
-        # deafness checks of /healthz (see `_deafness`): since when, and the last drift read
-        self._unarmed_since: float | None = None
-        self._drift_since: float | None = None
-        self._drift_cache: tuple[float, list[str]] | None = None
+        self._deafness = Deafness()  # /healthz: watches unarmed, assignment drift
         self.metrics = DaemonMetrics(self.snapshot)
         self._server: MetricsServer | None = None
         self._progress = (Progress(progress_stream or sys.stderr) if config.progress else None)
@@ -168,25 +168,28 @@ class Daemon:
         return 0
 
     def _start_consumer(self) -> GroupConsumer | None:
-        """Join the group; retry a failed first rebalance until it works or we are stopped.
+        """Join the group; retry until it works, we are stopped or ``--startup-timeout``.
 
-        The usual cause is a predecessor that was killed: its owner znodes live until its
+        Two waits, both because exiting would only make a supervisor restart us into the
+        same wait (a crash loop that adds load to a struggling ensemble): a ZooKeeper that
+        does not answer yet (`start_when_reachable`: backoff with jitter, each attempt
+        logged, ``/healthz`` 503 "not connected to ZooKeeper"), and a failed first
+        rebalance -- usually a predecessor that was killed: its owner znodes live until its
         ZooKeeper session expires (``zk.sessiontimeout.ms``), possibly longer than the
-        consumer's ``rebalance.retries.max`` x ``rebalance.backoff.ms``.  Exiting would only
-        make a supervisor restart us into the same wait.
+        consumer's ``rebalance.retries.max`` x ``rebalance.backoff.ms``.
         """
         cfg = self.config
         backoff = max(cfg.consumer.rebalance_backoff_ms / 1000.0, 0.1)
+        reachable = Backoff(0.5, 30.0, jitter=0.5, sleep=self._stop.wait,
+                            timeout=cfg.startup_timeout)
+
+        def unreachable(exc: ZkConsumerError) -> None:
+            self._zk_unreachable = str(exc)
+
         while not self._stop.is_set() and self.sink.failure is None:
-            consumer = GroupConsumer(cfg.consumer, cfg.subscription)
-            consumer.add_listener(_Listener(self))
-            self.topics.watch(consumer)
-            self._consumer = consumer
-            log.info("starting member of group %s (%s) -> %s %s", cfg.consumer.group_id,
-                     consumer.consumer_id, cfg.sink, cfg.target,
-                     extra={"event": "start", "consumer_id": consumer.consumer_id})
             try:
-                consumer.start()
+                consumer = start_when_reachable(self._join, reachable, on_retry=unreachable)
+                self._zk_unreachable = None
                 return consumer
             except RebalanceFailedError as exc:
                 log.warning("could not join the group yet: %s; retrying in %.1fs (owners left "
@@ -194,6 +197,19 @@ class Daemon:
                             exc, backoff, extra={"event": "start_retry"})
             self._stop.wait(backoff)
         return None
+
+    def _join(self) -> GroupConsumer:
+        """One attempt: a new member (a new consumer id) connects, registers, rebalances."""
+        cfg = self.config
+        consumer = GroupConsumer(cfg.consumer, cfg.subscription)
+        consumer.add_listener(_Listener(self))
+        self.topics.watch(consumer)
+        self._consumer = consumer
+        log.info("starting member of group %s (%s) -> %s %s", cfg.consumer.group_id,
+                 consumer.consumer_id, cfg.sink, cfg.target,
+                 extra={"event": "start", "consumer_id": consumer.consumer_id})
+        consumer.start()
+        return consumer
 
     def _loop(self, consumer: GroupConsumer) -> None:
         cfg = self.config
@@ -387,18 +403,22 @@ class Daemon:
             commit_failures=self.commit_failures, sink_errors=sink.errors,
             sink_restarts=sink.restarts, owned_partitions=self._owned,
             inflight=sink.inflight(),
-            zk_connected=self.state not in ("INIT", "SUSPENDED", "SESSION_LOST", "CLOSED"),
+            zk_connected=self._zk_unreachable is None and self.state not in (
+                "INIT", "SUSPENDED", "SESSION_LOST", "CLOSED"),
             healthy=self.health()[0], lag=lag, unregistered_topics=len(self.topics.missing))
 
     def health(self) -> tuple[bool, str]:
         """(healthy, reason) for ``/healthz``."""
+        if self._zk_unreachable is not None:
+            return False, f"not connected to ZooKeeper: {self._zk_unreachable}"
         if self._session_lost:
             return False, "ZooKeeper session lost"
         if self.state in ("INIT", "STARTING"):
             return True, "starting"
         if self.state == "CLOSED":
             return False, "closed"
-        deaf = self._deafness()
+        deaf = self._deafness.check(self._consumer, self.state == "SUSPENDED", self._clock(),
+                                    self.config.health_idle_timeout)
         if deaf is not None:
             return False, deaf
         idle_since = self._idle_since
@@ -410,51 +430,6 @@ class Daemon:
                     return False, f"owns no partition for {idle:.0f}s {verdict.reason}"
                 return True, self.topics.annotate(verdict.reason)
         return True, self.topics.annotate("ok")
-
-    def _deafness(self) -> str | None:
-        """Why the member may be missing group changes, once that lasted ``--health-idle-timeout``.
-
-        Two symptoms, each tolerated for the bound (a reconnect or a rebalance passes through
-        both for a moment): ZooKeeper watches not armed on the current connection, and an
-        assignment that disagrees with the group's reference decision (read from ZooKeeper
-        at most every few seconds).  A disagreement also asks for a rebalance at once: if the
-        member missed an event, that alone repairs it.
-        """
-        consumer = self._consumer
-        if consumer is None or self.state == "SUSPENDED":
-            self._unarmed_since = self._drift_since = None
-            return None  # SUSPENDED: paused on purpose, and a session loss is reported above
-        now = self._clock()
-        bound = self.config.health_idle_timeout
-        if consumer.watches_armed():
-            self._unarmed_since = None
-        else:
-            if self._unarmed_since is None:
-                self._unarmed_since = now
-            if now - self._unarmed_since > bound:
-                return (f"ZooKeeper watches not armed for {now - self._unarmed_since:.0f}s: "
-                        "the member does not see joins, leaves or new partitions")
-        cached = self._drift_cache
-        if cached is None or now - cached[0] >= min(5.0, bound):
-            try:
-                drift = consumer.check_assignment()
-            except ZkConsumerError:
-                drift = cached[1] if cached is not None else []
-            self._drift_cache = (now, drift)
-            if drift:
-                consumer.request_rebalance()
-        drift = self._drift_cache[1] if self._drift_cache is not None else []
-        if not drift:
-            self._drift_since = None
-            return None
-        if self._drift_since is None:
-            self._drift_since = now
-        if now - self._drift_since > bound:
-            shown = "; ".join(drift[:3]) + (f" (+{len(drift) - 3} more)" if len(drift) > 3
-                                            else "")
-            return (f"assignment disagrees with the group's decision for "
-                    f"{now - self._drift_since:.0f}s: {shown}")
-        return None
 
     def _idle_verdict(self) -> IdleVerdict:
         """`read_idle_verdict` of the group (cached a few seconds: /healthz may be hammered)."""

@@ -60,14 +60,48 @@ from zkconsumer.errors import (
     SessionExpiredError,
     ZooKeeperAuthError,
     ZooKeeperError,
+    ZooKeeperUnreachableError,
 )
 from zkconsumer.zk.security import KazooLog, ZkSecurity, auth_error, explain_connect_failure
 
-__all__ = ["SessionState", "ZkSession", "ZnodeInfo"]
+__all__ = ["SessionState", "ZkSession", "ZnodeInfo", "start_when_reachable"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def start_when_reachable(start: Callable[[], T], backoff: Backoff, *,
+                         on_retry: Callable[[ZooKeeperUnreachableError], None] | None = None,
+                         ) -> T | None:
+    """Call ``start`` until ZooKeeper answers: the start-up of a long-running command.
+
+    ``start`` connects a *fresh* `ZkSession` (itself, or through a ``GroupConsumer``) and
+    returns what it started.  When no server answers within the connection timeout
+    (`ZooKeeperUnreachableError`), the attempt is logged (WARNING, ``event=zk_connect_retry``),
+    ``on_retry(error)`` is called, and after ``backoff.next_delay()`` it is tried again --
+    until ``backoff``'s deadline (the ``--startup-timeout``; then the last error is raised,
+    with the number of attempts) or until its sleep is interrupted (a stop request: returns
+    None).  Every other error (a host that does not resolve, a missing chroot, refused
+    credentials) is raised at once: retrying cannot fix a setting.  Jitter in ``backoff``
+    keeps many members started together from retrying in step against a struggling ensemble.
+    """
+    while True:
+        try:
+            return start()
+        except ZooKeeperUnreachableError as exc:
+            if backoff.expired():
+                raise ZooKeeperUnreachableError(
+                    f"{exc} (gave up after {backoff.attempts + 1} attempts: "
+                    "--startup-timeout)") from exc
+            delay = backoff.next_delay()
+            log.warning("ZooKeeper not answering (attempt %d): %s; retrying in %.1fs",
+                        backoff.attempts, exc, delay,
+                        extra={"event": "zk_connect_retry", "attempt": backoff.attempts})
+            if on_retry is not None:
+                on_retry(exc)
+            if not backoff.sleep(delay):
+                return None
 
 
 class SessionState(str, Enum):
@@ -171,7 +205,7 @@ class ZkSession:
             if why := explain_connect_failure(self.client.hosts, self.security,
                                               self._kazoo_log.problems):
                 raise ZooKeeperAuthError(why) from None
-            raise ZooKeeperError(
+            raise ZooKeeperUnreachableError(
                 f"cannot connect to ZooKeeper at {self.connect!r} within "
                 f"{self.connection_timeout_ms} ms: {exc}") from exc
         self._last_session_id = self.session_id

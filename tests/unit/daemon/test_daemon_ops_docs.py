@@ -11,9 +11,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 OPERATIONS = ROOT / "docs" / "operations.md"
-#: what `zkconsumer run` runs: the daemon, its sinks, the HTTP server and the CLI dispatcher
+#: what `zkconsumer run` runs: the daemon, its sinks, the HTTP server, the CLI dispatcher and
+#: the start-up wait for ZooKeeper
 SOURCES = [*sorted((ROOT / "zkconsumer" / "daemon").rglob("*.py")),
-           ROOT / "zkconsumer" / "telemetry" / "http.py", ROOT / "zkconsumer" / "cli.py"]
+           ROOT / "zkconsumer" / "telemetry" / "http.py", ROOT / "zkconsumer" / "cli.py",
+           ROOT / "zkconsumer" / "zk" / "session.py"]
 
 
 def _logs_section() -> str:
