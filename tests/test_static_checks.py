@@ -38,6 +38,7 @@ PACKAGE = ROOT / "zkconsumer"
 #: The root package (``zkconsumer/__init__.py``: the version) may be imported by anyone.
 DEPENDS_ON: dict[str, set[str]] = {
     "errors": set(),
+    "extras": {"errors"},  # which pip extra a feature needs (zkconsumer/extras.py)
     "backoff": {"errors"},
     "properties": {"errors"},
     "telemetry": {"errors"},
@@ -49,13 +50,13 @@ DEPENDS_ON: dict[str, set[str]] = {
     "broker": {"protocol", "zk", "properties"},
     "daemon": {"producer", "consumer", "telemetry"},
     "migrate": {"producer", "consumer"},
-    "spark": {"producer", "consumer"},
-    "mirror": {"producer", "consumer", "telemetry"},
+    "spark": {"producer", "consumer", "extras"},
+    "mirror": {"producer", "consumer", "telemetry", "extras"},
     "monitor": {"producer", "consumer", "telemetry"},
     "sim": {"consumer"},
     "devcluster": {"broker", "producer", "consumer", "monitor"},
     "bench": {"devcluster", "daemon", "migrate", "spark", "mirror", "monitor", "sim"},
-    "cli": {"errors"},  # commands are imported by name (importlib), never statically
+    "cli": {"errors", "extras"},  # commands are imported by name (importlib), never statically
     "__main__": {"cli"},
 }
 

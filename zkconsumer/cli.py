@@ -38,6 +38,7 @@ import sys
 from collections.abc import Sequence
 
 from zkconsumer.errors import UsageError, ZkConsumerError
+from zkconsumer.extras import from_import_error
 
 # (command, module).  Order is the order of `zkconsumer --help`.
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -191,7 +192,10 @@ def _quiet_sigpipe_exit() -> int:
 
 def _describe(exc: BaseException) -> str:
     """One line for an error: our own errors say what they mean; an OSError names its file;
-    anything else is a bug, so say so and point at --debug."""
+    a missing optional extra says what to install; anything else is a bug, so say so and
+    point at --debug."""
+    if isinstance(exc, ImportError) and (missing := from_import_error(exc)) is not None:
+        exc = missing
     if isinstance(exc, ZkConsumerError):
         return str(exc)
     if isinstance(exc, OSError):

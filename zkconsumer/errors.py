@@ -42,6 +42,7 @@ __all__ = [
     "LocalProtocolError",
     "MessageTooLargeError",
     "MirrorError",
+    "MissingExtraError",
     "NoBrokersAvailableError",
     "OffsetOutOfRangeError",
     "ProduceRejectedError",
@@ -398,6 +399,21 @@ class ConsumerTimeoutError(ConsumerError, TimeoutError):
 class BrokerStartupError(ZkConsumerError):
     """The dev broker cannot start: its broker id is registered by someone else, or its log
     directory is inconsistent (segments that do not join up), or its port is taken."""
+
+
+class MissingExtraError(ZkConsumerError, ImportError):
+    """A command or API needs an optional extra that is not installed (``zkconsumer[mirror]``
+    for confluent-kafka, ``zkconsumer[spark]`` for pyspark and pyarrow).
+
+    Not a bug and not a setting: the message is one line naming the package to install
+    (`zkconsumer.extras` builds it).  An `ImportError` too, so ``except ImportError`` around an
+    optional import keeps working.  ``extra`` and ``module`` say what is missing.
+    """
+
+    def __init__(self, message: str, *, extra: str, module: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.module = module
 
 
 # --------------------------------------------------------------------------------------------

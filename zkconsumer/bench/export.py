@@ -37,6 +37,7 @@ from typing import Any
 
 from zkconsumer.client import BrokerConnection, SimpleConsumer, produce
 from zkconsumer.devcluster.brokers import DevBrokerProcess
+from zkconsumer.extras import require
 from zkconsumer.protocol import LATEST_TIME, encode_message_set
 
 HELP = "export throughput to Parquet: Spark local[2] vs one Python consumer process"
@@ -170,6 +171,7 @@ def _writer_cases(spark: Any, cluster: Any, rows: int, size: int, runs: int,
 
 
 def main(args: argparse.Namespace) -> int:
+    require("spark", "zkconsumer bench export")
     sizes = args.size or [100, 1024]
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="zkc-bench-"))
     work.mkdir(parents=True, exist_ok=True)

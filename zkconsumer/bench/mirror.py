@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zkconsumer.extras import require
+
 HELP = "mirror throughput 0.7 -> tansu, beside group consume and the confluent-kafka producer"
 
 
@@ -188,6 +190,7 @@ def _mirror(zk: str, bootstrap: str, topic: str, target: str, count: int, *,
 
 
 def main(args: argparse.Namespace) -> int:
+    require("mirror", "zkconsumer bench mirror")
     from zkconsumer.devcluster.brokers import DevBrokerProcess
     from zkconsumer.devcluster.zookeeper import ZooKeeperServer
     from zkconsumer.mirror.tansu import TansuBroker

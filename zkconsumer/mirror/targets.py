@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from zkconsumer.errors import ConfigurationError, TargetError
+from zkconsumer.extras import require
 from zkconsumer.mirror.routing import murmur2_partition
 
 __all__ = ["DoneCallback", "KafkaAdmin", "KafkaTarget", "Target", "kafka_producer_options",
@@ -85,6 +86,7 @@ def kafka_producer_options(options: Mapping[str, str]) -> dict[str, str]:
     librdkafka names are dotted already (``linger.ms``, ``compression.type``); unknown names
     and bad values fail here, before anything is consumed, instead of inside the mirror.
     """
+    require("mirror", "a kafka:// target")
     from confluent_kafka import KafkaException, Producer
 
     out: dict[str, str] = {}

@@ -24,6 +24,7 @@ import sys
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError, UsageError
+from zkconsumer.extras import require
 from zkconsumer.properties import parse_settings
 from zkconsumer.zk.security_config import (
     add_zk_security_arguments,
@@ -139,6 +140,7 @@ def build_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def main(args: argparse.Namespace) -> int:
+    require("spark", "zkconsumer export")
     from zkconsumer.spark.export import run_export
     from zkconsumer.spark.session import build_session
 

@@ -2,8 +2,9 @@
 
 Why each setting:
 
-* ``PYSPARK_PYTHON = sys.executable`` -- workers otherwise run ``python3`` from ``PATH``, which
-  may lack pyarrow and then crash with an unhelpful "Python worker exited unexpectedly" (P2).
+* ``PYSPARK_PYTHON`` and ``spark.pyspark.python`` = ``sys.executable`` unless the user set
+  either -- workers otherwise run ``python3`` from ``PATH``, which may lack zkconsumer or
+  pyarrow and then crash with an unhelpful "Python worker exited unexpectedly" (P2).
 * ``PYTHONPATH`` gets the directory that holds the ``zkconsumer`` package -- executors must
   import it (cloudpickle pickles our classes by reference, P1).  Harmless once installed.
 * ``SPARK_LOCAL_IP = 127.0.0.1`` for ``local[...]`` masters: bind to loopback (P15).
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import zkconsumer
-from zkconsumer.spark import register
+from zkconsumer.extras import require
+from zkconsumer.spark import PYTHON_CONF, register
 
 __all__ = ["build_session"]
 
@@ -84,7 +86,13 @@ def build_session(master: str = "local[*]", *, app_name: str = "zkconsumer",
                   log_level: str = "ERROR", conf: dict[str, str] | None = None
                   ) -> tuple[Any, float]:
     """Start (or reuse) a SparkSession; returns it and the seconds the start-up took."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    require("spark", "a Spark session")
+    conf = dict(conf or {})
+    if PYTHON_CONF not in conf and not os.environ.get("PYSPARK_PYTHON"):
+        # the user chose nothing: this interpreter, for the JVM's planner workers (the
+        # variable, inherited by a JVM started here) and for executors (the setting)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        conf[PYTHON_CONF] = sys.executable
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     _prepend_env_path("PYTHONPATH", str(Path(zkconsumer.__file__).resolve().parents[1]))
@@ -95,7 +103,7 @@ def build_session(master: str = "local[*]", *, app_name: str = "zkconsumer",
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2"))
-    for key, value in {**_quiet_jvm_conf(conf or {}), **(conf or {})}.items():
+    for key, value in {**_quiet_jvm_conf(conf), **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
