@@ -1,0 +1,245 @@
+"""The executor that runs the real `MemberMachine` -- unchanged -- in the simulation.
+
+It does for the machine what the production driver does, against the simulated world:
+ZooKeeper requests go to this process's `ZkClient`; replies, watch notifications and
+connection changes come back as `ZkReply`, `WatchFired` and `Connection` events; timers
+are loop events; the fetch and delivery commands drive this member's `Feed`; the
+application acknowledges each delivered batch after 10 ms-1 s (`Acked`), and answers
+``on_revoked`` at once (`Done`).  The manual it follows is the docstrings of
+`zkconsumer.consumer.member_events` and `zkconsumer.consumer.member_commands`.
+
+Like the production driver, a request answered ``CONNECTION_LOSS`` or ``SESSION_EXPIRED``
+may be retried until ``zk.sessiontimeout.ms + zk.connectiontimeout.ms`` have passed (after
+reconnecting, possibly on a *new* session) before the machine is told; which requests are
+retried is seeded, so both outcomes the contract allows happen.
+
+If ``handle`` raises (an illegal transition, a bug), the checker fails the schedule with
+the machine's error: that is a finding, not a crash of the simulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkconsumer.consumer.member_commands import (
+    AddPartitions,
+    CancelTimer,
+    CloseSession,
+    Command,
+    Create,
+    Delete,
+    DropPartitions,
+    Exists,
+    GetChildren,
+    GetData,
+    Multi,
+    NotifyRevoked,
+    NotifyState,
+    PauseDelivery,
+    ResumeDelivery,
+    RevokePartitions,
+    SetData,
+    SetTimer,
+    StartDone,
+    StartFetchers,
+    StopFetchers,
+)
+from zkconsumer.consumer.member_events import (
+    Acked,
+    CloseRequested,
+    Connection,
+    ConnState,
+    Done,
+    Event,
+    Key,
+    Start,
+    TimerFired,
+    TimerName,
+    WatchFired,
+    WatchKind,
+    ZkError,
+    ZkReply,
+)
+from zkconsumer.consumer.member_machine import MemberMachine
+from zkconsumer.consumer.member_state import MemberConfig
+from zkconsumer.sim.client import ZkClient
+from zkconsumer.sim.invariants import Checker
+from zkconsumer.sim.loop import Loop, Process
+from zkconsumer.sim.world import Cluster, Feed
+from zkconsumer.sim.zk import ZooKeeper
+from zkconsumer.zk.paths import TopicCount, consumer_ids_path, topic_path
+
+__all__ = ["MachineMember"]
+
+_REQUESTS = (GetData, GetChildren, Exists, Create, SetData, Delete, Multi)
+_RETRIED = (ZkError.CONNECTION_LOSS, ZkError.SESSION_EXPIRED)
+
+
+class MachineMember:
+    """One zkconsumer member: the real machine plus this executor (see module docstring)."""
+
+    kind = "zkconsumer"
+
+    def __init__(self, loop: Loop, zk: ZooKeeper, cluster: Cluster, checker: Checker,
+                 group: str, consumer_id: str, topics: dict[str, int], *,
+                 autocommit_s: float = 10.0, session_timeout_s: float = 6.0) -> None:
+        self.loop = loop
+        self.checker = checker
+        self.group = group
+        self.consumer_id = consumer_id
+        self.topics = list(topics)
+        self.proc = Process(consumer_id)
+        self.client = ZkClient(zk, self.proc, session_timeout_s, self._on_reply,
+                               self._on_watch, self._on_state)
+        self.feed = Feed(loop, cluster, self.proc, consumer_id, checker, self._on_ack,
+                         ack_delay=(0.01, 1.0))
+        self.machine = MemberMachine(MemberConfig(
+            group=group, consumer_id=consumer_id, topic_count=TopicCount.static(topics),
+            autocommit_interval_ms=int(autocommit_s * 1000),
+            zk_session_timeout_ms=int(session_timeout_s * 1000)))
+        self.retry_for = 2 * session_timeout_s  # sessiontimeout + connectiontimeout
+        self.gave_up = 0
+        self.rebalances = 0
+        self.rebalance_ops: list[int] = []
+        self.exited = False
+        self.started = False
+        self.closing = False
+        self.health = False
+        self._timers: dict[TimerName, float] = {}
+        self._added: dict[Key, None] = {}
+        self._sent: dict[int, tuple[Any, float]] = {}  # req -> (request, retry deadline)
+        self._rebalance_from: int | None = None
+
+    # -- Member --------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return not self.exited
+
+    def start(self) -> None:
+        self.client.connect()
+
+    def kill(self) -> None:
+        self.exited = True
+        self.loop.kill(self.proc)
+        self.client.vanish()
+        self.feed.stop()
+
+    def terminate(self, deadline: float) -> None:
+        self.closing = True
+        self.loop.at(self.loop.now, self._handle, CloseRequested(deadline), proc=self.proc)
+        self.loop.at(deadline, self._deadline, proc=self.proc)
+
+    def _deadline(self) -> None:
+        if not self.exited:
+            self.kill()
+
+    def watches(self) -> list[str]:
+        return [consumer_ids_path(self.group)] + [topic_path(t) for t in self.topics]
+
+    # -- events in -----------------------------------------------------------------------------
+
+    def _handle(self, event: Event) -> None:
+        if self.exited:
+            return
+        if self.loop.tracing:
+            self.loop.log(self.consumer_id[-8:], f"<- {event}")
+        try:
+            commands = self.machine.handle(event, self.loop.now)
+        except Exception as exc:
+            self.checker.fail("machine error", f"{self.consumer_id}: {exc!r} on {event!r}")
+            return
+        for command in commands:
+            self._execute(command)
+
+    def _on_state(self, state: ConnState, session_id: int | None) -> None:
+        if state is ConnState.CONNECTED and not self.started:
+            self.started = True
+            assert session_id is not None
+            self._handle(Start(session_id))
+            return
+        if self.started:
+            self._handle(Connection(state, session_id))
+
+    def _on_watch(self, path: str, kind: WatchKind) -> None:
+        self._handle(WatchFired(path, kind))
+
+    def _on_reply(self, reply: ZkReply) -> None:
+        sent = self._sent.pop(reply.req, None)
+        if sent is None:
+            return
+        request, deadline = sent
+        if reply.error in _RETRIED and self.loop.now < deadline and not self.exited:
+            self._sent[reply.req] = sent
+            self.client.submit(request)  # waits for the reconnect, maybe a new session
+            return
+        self._handle(reply)
+
+    def _on_ack(self, key: Key, offset: int) -> None:
+        if key in self._added:
+            self._handle(Acked(key[0], key[1], offset))
+
+    def _timer(self, name: TimerName, at: float) -> None:
+        if self._timers.get(name) == at:
+            del self._timers[name]
+            self._handle(TimerFired(name))
+
+    # -- commands out --------------------------------------------------------------------------
+
+    def _execute(self, command: Command) -> None:
+        if self.loop.tracing:
+            self.loop.log(self.consumer_id[-8:], f"-> {command}")
+        if isinstance(command, _REQUESTS):
+            retry = self.loop.rng.random() < 0.5
+            self._sent[command.req] = (command, self.loop.now + self.retry_for if retry else 0.0)
+            self.client.submit(command)
+        elif isinstance(command, SetTimer):
+            self._timers[command.name] = command.at
+            self.loop.at(command.at, self._timer, command.name, command.at, proc=self.proc)
+        elif isinstance(command, CancelTimer):
+            self._timers.pop(command.name, None)
+        elif isinstance(command, PauseDelivery):
+            self.feed.pause()
+        elif isinstance(command, ResumeDelivery):
+            self.feed.resume()
+        elif isinstance(command, AddPartitions):
+            for p in command.partitions:
+                self._added[p.key] = None
+                if p.error is None:
+                    self.feed.add(p.key, 0 if p.offset is None else p.offset)
+        elif isinstance(command, RevokePartitions):
+            for key in command.keys:
+                self.feed.revoke(key)
+        elif isinstance(command, DropPartitions):
+            for key in command.keys:
+                self._added.pop(key, None)
+                self.feed.remove(key)
+        elif isinstance(command, StopFetchers):
+            self.feed.stop()
+        elif isinstance(command, StartFetchers):
+            self.feed.start()
+        elif isinstance(command, NotifyState):
+            self._count_rebalance(command.state)
+        elif isinstance(command, NotifyRevoked):
+            self.loop.at(self.loop.now, self._handle, Done(command.req), proc=self.proc)
+        elif isinstance(command, StartDone):
+            if command.error is not None:
+                if not self.closing:  # start() raises to the application, which exits
+                    self.gave_up += 1
+                self.loop.at(self.loop.now, self.kill, proc=self.proc)
+        elif isinstance(command, CloseSession):
+            self.exited = True
+            self.feed.stop()
+            self.client.close()
+            self.loop.kill(self.proc)
+        elif type(command).__name__ == "ReportHealth":
+            self.health = bool(getattr(command, "watches_armed", False))
+        # NotifyAssigned, RecordCommitted, CommitDone, AssignmentChecked: nothing to do here
+
+    def _count_rebalance(self, state: str) -> None:
+        if state == "REBALANCING" and self._rebalance_from is None:
+            self.rebalances += 1
+            self._rebalance_from = self.client.requests
+        elif state == "STABLE" and self._rebalance_from is not None:
+            self.rebalance_ops.append(self.client.requests - self._rebalance_from)
+            self._rebalance_from = None
