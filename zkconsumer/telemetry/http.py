@@ -7,12 +7,15 @@ rendered differs -- the daemon's `DaemonMetrics`, the mirror's `MirrorMetrics`.
 Invariants
     * ``/metrics`` answers ``render()`` of the object given, in Prometheus text format;
       ``/healthz`` answers 200 when ``health()`` says ok, else 503, with its reason as the body.
+    * A port that cannot be bound is a one-line `ConfigurationError` naming the address and
+      port (two instances given the same ``--metrics-port``), raised before anything starts.
     * The server thread is a daemon thread and `MetricsServer.close` ends it and frees the port;
       requests are logged at DEBUG only (a scrape every few seconds must not fill the log).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from collections.abc import Callable
@@ -20,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST
+
+from zkconsumer.errors import ConfigurationError
 
 __all__ = ["MetricsServer", "Renders"]
 
@@ -61,7 +66,14 @@ class MetricsServer:
             def log_message(self, format: str, *args: object) -> None:
                 log.debug("metrics http: " + format, *args)
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
+        try:
+            self._server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as exc:  # a second instance on the same port, a foreign address...
+            raise ConfigurationError(
+                f"--metrics-port: cannot listen on {host}:{port} for /metrics and /healthz: "
+                f"{exc.strerror or exc}" + (" (another process uses it: give every instance "
+                                            "its own --metrics-port)"
+                                            if exc.errno == errno.EADDRINUSE else "")) from exc
         self._server.daemon_threads = True
         self.host = host
         self.port: int = self._server.server_address[1]
