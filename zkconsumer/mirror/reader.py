@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from zkconsumer.errors import MirrorError
 from zkconsumer.mirror.targets import LIBRDKAFKA_LOG
 
-__all__ = ["Record", "iter_records", "read_partitions"]
+__all__ = ["Record", "end_offsets", "iter_records", "open_reader", "read_partitions"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,9 @@ class Record:
         return None
 
 
-def _consumer(bootstrap: str, isolation: str, options: Mapping[str, Any] | None) -> Any:
+def open_reader(bootstrap: str, isolation: str = "read_committed",
+                options: Mapping[str, Any] | None = None) -> Any:
+    """A confluent-kafka consumer for reading assigned partitions (no group is joined)."""
     from confluent_kafka import Consumer
 
     conf: dict[str, Any] = {
@@ -60,6 +62,23 @@ def _consumer(bootstrap: str, isolation: str, options: Mapping[str, Any] | None)
     }
     conf.update(options or {})
     return Consumer(conf)
+
+
+_consumer = open_reader  # the name translate.py / verify.py import
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: Iterable[int], *,
+                timeout: float = 10.0) -> dict[int, int]:
+    """``{partition: high watermark}`` of ``topic``'s ``partitions`` (read_committed)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = open_reader(bootstrap)
+    try:
+        return {p: int(consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                      timeout=timeout)[1])
+                for p in partitions}
+    finally:
+        consumer.close()
 
 
 def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
@@ -78,7 +97,7 @@ def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
 
     if not start:
         return
-    consumer = _consumer(bootstrap, isolation, options)
+    consumer = open_reader(bootstrap, isolation, options)
     try:
         consumer.assign([TopicPartition(topic, p, o if o > 0 else OFFSET_BEGINNING)
                          for p, o in start.items()])

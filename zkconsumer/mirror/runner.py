@@ -28,6 +28,7 @@ from zkconsumer.mirror.targets import KafkaTarget, Target
 
 if TYPE_CHECKING:
     from zkconsumer.mirror.serve import Telemetry
+    from zkconsumer.zk.paths import BridgeCheckpoint
     from zkconsumer.zk.session import ZkSession
 
 __all__ = ["build_mirror", "describe_mode", "exactly_once", "make_target", "telemetry"]
@@ -102,6 +103,27 @@ class _SourceView:
                     continue
             self._ends, self._ends_at = ends, self._clock()
             return dict(ends)
+
+    def bridged_partitions(self, topic: str) -> list[str]:
+        """0.7 partitions of ``topic`` some bridge keeps checkpoints for (loopguard.py)."""
+        from zkconsumer.zk.paths import BRIDGE_TARGETS
+
+        with self._lock:
+            return self._zk().get_children(f"{BRIDGE_TARGETS}/{topic}")
+
+    def bridge_checkpoints(self, topic: str, partition: str) -> list[BridgeCheckpoint]:
+        """Every bridge group's checkpoint of one 0.7 partition."""
+        from zkconsumer.zk.paths import bridge_partition_path, parse_bridge_checkpoint
+
+        parent = bridge_partition_path(topic, partition)
+        out = []
+        with self._lock:
+            session = self._zk()
+            for group in session.get_children(parent):
+                data = session.get(f"{parent}/{group}")
+                if data is not None:
+                    out.append(parse_bridge_checkpoint(f"{parent}/{group}", data))
+        return out
 
     def close(self) -> None:
         with self._lock:

@@ -33,6 +33,7 @@ from zkconsumer.backoff import Backoff
 from zkconsumer.errors import MirrorError, ZkConsumerError
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.metrics import MirrorStats
+from zkconsumer.zk.paths import BridgeCheckpoint
 
 __all__ = ["Every", "Runtime", "SourceView", "Stopped", "close_all"]
 
@@ -46,6 +47,8 @@ class SourceView(Protocol):
 
     def partitions(self, topic: str) -> list[str]: ...
     def log_ends(self, names: list[str], max_age: float = 2.0) -> dict[str, int]: ...
+    def bridged_partitions(self, topic: str) -> list[str]: ...
+    def bridge_checkpoints(self, topic: str, partition: str) -> list[BridgeCheckpoint]: ...
 
 
 class Stopped(MirrorError):
