@@ -53,3 +53,26 @@ def test_a_fatal_error_stays_one_plain_line_with_text_logs() -> None:
         capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[-1].startswith("zkconsumer run: error: --set fetch.sise")
+
+
+#: Every reason `/healthz` can answer 503 with (runner.Daemon.health, daemon/health.py).
+HEALTH_503 = ["not connected to ZooKeeper", "ZooKeeper session lost", "closed",
+              "ZooKeeper watches not armed for", "assignment disagrees with the group's decision",
+              "owns no partition"]
+
+
+def test_every_unhealthy_reason_is_in_troubleshooting() -> None:
+    code = "".join(p.read_text() for p in SOURCES)
+    text = OPERATIONS.read_text()
+    troubleshooting = text[text.index("\n## Troubleshooting\n"):]
+    for reason in HEALTH_503:
+        assert reason in code, reason  # the list above is still what the code says
+        assert re.search("503[ `\"]*" + re.escape(reason), troubleshooting), reason
+
+
+def test_rebalance_and_handler_numbers_are_explained_in_troubleshooting() -> None:
+    text = OPERATIONS.read_text()
+    troubleshooting = text[text.index("\n## Troubleshooting\n"):]
+    for needle in ("rebalance attempt N/M", "rebalanced in 6.790s (attempt 7)",
+                   "(attempt K/1+N)", "dead-lettering now"):
+        assert needle in troubleshooting, needle
