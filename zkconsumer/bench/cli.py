@@ -17,11 +17,13 @@ from types import ModuleType
 
 log = logging.getLogger(__name__)
 
-HELP = "run a benchmark (codec, broker, produce, fetch, group, daemon, export, mirror, soak)"
+HELP = ("run a benchmark (codec, broker, produce, fetch, group, daemon, export, mirror, soak, "
+        "monitor, simulate)")
 
 #: Benchmark names, in the order of ``zkconsumer bench --help``.
 NAMES: tuple[str, ...] = (
     "codec", "broker", "produce", "fetch", "group", "daemon", "export", "mirror", "soak",
+    "monitor", "simulate",
 )
 
 

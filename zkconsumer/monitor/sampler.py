@@ -4,9 +4,11 @@ The same facts ``zkconsumer group describe --verify`` reads for one group
 (`zkconsumer.consumer.groupinfo`), read for every group at once and cheaply enough to repeat
 every interval on a 0.7 ZooKeeper that is already carrying the cluster:
 
-* ZooKeeper reads are pipelined (`zkconsumer.zk.bulk.BulkReader`) in four rounds (group
-  directories; members and per-topic directories; owner and offset values; topic
-  registrations), so a poll costs a few round trips instead of one per znode.  The number of
+* ZooKeeper reads are pipelined in four rounds (group directories; members and per-topic
+  directories; owner and offset values; topic registrations), so a poll costs a few round
+  trips instead of one per znode: `zkconsumer.zk.pipeline.PipelinedReader` on a short
+  session of its own (closed before the log ends are asked), or, with TLS/SASL configured,
+  `zkconsumer.zk.bulk.BulkReader` through the monitor's `ZkSession`.  The number of
   reads per poll is bounded by (docs/operations.md, "Monitor")::
 
       2 + B + 3G + M + 2*T_g + O + C + T + T*B_t
@@ -32,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer.assignment import assign
-from zkconsumer.errors import BrokerConnectionError, BrokerError, ZnodeDataError
+from zkconsumer.errors import BrokerConnectionError, BrokerError, ZnodeDataError, ZooKeeperError
 from zkconsumer.monitor.model import Cycle, GroupObs, MemberObs, PartitionObs
 from zkconsumer.zk.bulk import BulkReader
 from zkconsumer.zk.paths import (
@@ -56,6 +58,8 @@ from zkconsumer.zk.paths import (
     parse_topic_count,
     partition_name,
 )
+from zkconsumer.zk.pipeline import PipelinedReader
+from zkconsumer.zk.registry import log_once
 from zkconsumer.zk.session import ZkSession, ZnodeInfo
 
 __all__ = ["Sampler"]
@@ -81,35 +85,52 @@ class Sampler:
 
     # ------------------------------------------------------------------------------ poll
 
+    def _reader(self) -> BulkReader | PipelinedReader:
+        """The pipelined reader on its own plain session; kazoo's (slower, but speaking TLS
+        and SASL) when security is configured or the pipelined one cannot connect."""
+        if not self.session.security.enabled:
+            try:
+                return PipelinedReader(self.session.connect,
+                                       timeout=self.session.session_timeout_ms / 1000.0).open()
+            except ZooKeeperError as exc:
+                log_once(log, logging.WARNING, ("monitor-pipeline", self.session.connect),
+                         "monitor: pipelined ZooKeeper reads unavailable, reading through "
+                         "the session instead: %s", exc)
+        return BulkReader(self.session)
+
     def poll(self) -> Cycle:
         started = time.monotonic()
         now = self._clock()
-        zk = BulkReader(self.session)
-        groups = [g for g in zk.children([CONSUMERS])[CONSUMERS]
-                  if self.groups_re is None or self.groups_re.search(g)]
-        brokers = self._read_brokers(zk)
-        all_topics = zk.children([BROKER_TOPICS])[BROKER_TOPICS]
-        # round 1: the three directories of every group
-        dirs = zk.children([p for g in groups
-                            for p in (consumer_ids_path(g), owners_path(g), offsets_path(g))])
-        # round 2: member registrations, per-topic owner and offset directories
-        member_nodes = zk.nodes([consumer_id_path(g, c) for g in groups
-                                 for c in dirs[consumer_ids_path(g)]])
-        topic_dirs = zk.children(
-            [owners_topic_path(g, t) for g in groups for t in dirs[owners_path(g)]]
-            + [offsets_topic_path(g, t) for g in groups for t in dirs[offsets_path(g)]])
-        # round 3: owner and offset values
-        values = zk.nodes(
-            [owner_path(g, t, p) for g in groups for t in dirs[owners_path(g)]
-             for p in topic_dirs[owners_topic_path(g, t)]]
-            + [offset_path(g, t, p) for g in groups for t in dirs[offsets_path(g)]
-               for p in topic_dirs[offsets_topic_path(g, t)]])
-        members = {g: self._members(g, dirs[consumer_ids_path(g)], member_nodes, all_topics)
-                   for g in groups}
-        used = {t for g in groups for t in (*dirs[owners_path(g)], *dirs[offsets_path(g)],
-                                            *(t for m in members[g] for t in m.threads))}
-        # round 4: partitions of the topics in use
-        partitions = self._read_partitions(zk, sorted(used & set(all_topics)))
+        zk = self._reader()
+        try:
+            groups = [g for g in zk.children([CONSUMERS])[CONSUMERS]
+                      if self.groups_re is None or self.groups_re.search(g)]
+            brokers = self._read_brokers(zk)
+            all_topics = zk.children([BROKER_TOPICS])[BROKER_TOPICS]
+            # round 1: the three directories of every group
+            dirs = zk.children([p for g in groups for p in (consumer_ids_path(g),
+                                                            owners_path(g), offsets_path(g))])
+            # round 2: member registrations, per-topic owner and offset directories
+            member_nodes = zk.nodes([consumer_id_path(g, c) for g in groups
+                                     for c in dirs[consumer_ids_path(g)]])
+            topic_dirs = zk.children(
+                [owners_topic_path(g, t) for g in groups for t in dirs[owners_path(g)]]
+                + [offsets_topic_path(g, t) for g in groups for t in dirs[offsets_path(g)]])
+            # round 3: owner and offset values
+            values = zk.nodes(
+                [owner_path(g, t, p) for g in groups for t in dirs[owners_path(g)]
+                 for p in topic_dirs[owners_topic_path(g, t)]]
+                + [offset_path(g, t, p) for g in groups for t in dirs[offsets_path(g)]
+                   for p in topic_dirs[offsets_topic_path(g, t)]])
+            members = {g: self._members(g, dirs[consumer_ids_path(g)], member_nodes,
+                                        all_topics) for g in groups}
+            used = {t for g in groups
+                    for t in (*dirs[owners_path(g)], *dirs[offsets_path(g)],
+                              *(t for m in members[g] for t in m.threads))}
+            # round 4: partitions of the topics in use
+            partitions = self._read_partitions(zk, sorted(used & set(all_topics)))
+        finally:
+            zk.close()
         wanted = {(t, p) for g in groups for t in dirs[offsets_path(g)]
                   for p in topic_dirs[offsets_topic_path(g, t)]}
         wanted |= {(t, p) for t in used for p in partitions.get(t, [])}
@@ -122,7 +143,7 @@ class Sampler:
 
     # ------------------------------------------------------------------------------ cluster
 
-    def _read_brokers(self, zk: BulkReader) -> dict[int, BrokerInfo]:
+    def _read_brokers(self, zk: BulkReader | PipelinedReader) -> dict[int, BrokerInfo]:
         ids = zk.children([BROKER_IDS])[BROKER_IDS]
         nodes = zk.nodes([f"{BROKER_IDS}/{c}" for c in ids])
         brokers: dict[int, BrokerInfo] = {}
@@ -136,7 +157,7 @@ class Sampler:
                 log.warning("monitor: skipping an unreadable broker registration: %s", exc)
         return brokers
 
-    def _read_partitions(self, zk: BulkReader, topics: list[str]) -> dict[str, list[str]]:
+    def _read_partitions(self, zk: BulkReader | PipelinedReader, topics: list[str]) -> dict[str, list[str]]:
         per_topic = zk.children([f"{BROKER_TOPICS}/{t}" for t in topics])
         nodes = zk.nodes([f"{BROKER_TOPICS}/{t}/{b}" for t in topics
                           for b in per_topic[f"{BROKER_TOPICS}/{t}"]])

@@ -15,6 +15,8 @@ Invariants:
   with its own bound), and a failure there raises `ZooKeeperError` -- kazoo exceptions never
   leave this module.
 * ``reads`` counts every request sent to the server (the monitor reports it as its cost).
+* `create_many` (for benchmarks and tests that build large groups) creates parents before
+  children (one pipelined round per depth) and treats an existing znode as created.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkconsumer.zk.session import ZkSession, ZnodeInfo
 
-__all__ = ["BulkReader"]
+__all__ = ["BulkReader", "create_many"]
 
 #: Requests in flight at once: enough to hide the round trip on a LAN, small enough that a
 #: slow server sees a bounded queue from us.
@@ -40,6 +42,10 @@ class BulkReader:
         self.session = session
         self.window = max(1, window)
         self.reads = 0
+
+    def close(self) -> None:
+        """Nothing to release (the session is the caller's); for symmetry with
+        `zkconsumer.zk.pipeline.PipelinedReader`."""
 
     def children(self, paths: Sequence[str]) -> dict[str, list[str]]:
         """``{path: sorted child names}``; ``[]`` for a znode that does not exist."""
@@ -77,3 +83,37 @@ class BulkReader:
                     self.reads += 1
                     out[path] = fallback(path)
         return out
+
+
+def create_many(session: ZkSession, nodes: Sequence[tuple[str, bytes | None, bool]], *,
+                window: int = DEFAULT_WINDOW) -> None:
+    """Create ``(path, data, ephemeral)`` znodes, missing persistent null-data parents
+    included (zkclient's ``createPersistent(path, true)``), ``window`` requests in flight."""
+    wanted: dict[str, tuple[bytes | None, bool]] = {}
+    for path, data, ephemeral in nodes:
+        parts = path.split("/")
+        for i in range(2, len(parts)):
+            wanted.setdefault("/".join(parts[:i]), (None, False))
+        wanted[path] = (data, ephemeral)
+    by_depth: dict[int, list[str]] = {}
+    for path in wanted:
+        by_depth.setdefault(path.count("/"), []).append(path)
+    client = session.client
+    for depth in sorted(by_depth):
+        paths = by_depth[depth]
+        for start in range(0, len(paths), window):
+            pending = [(p, client.create_async(p, wanted[p][0], ephemeral=wanted[p][1]))
+                       for p in paths[start:start + window]]
+            for path, result in pending:
+                try:
+                    result.get(timeout=session.operation_timeout_ms / 1000.0)
+                except NodeExistsError:
+                    pass
+                except Exception:  # the bounded, translated path (raises ZooKeeperError)
+                    data, ephemeral = wanted[path]
+                    if ephemeral:
+                        session.create_ephemeral_expect_conflict(path, data or b"")
+                    elif data is None:
+                        session.ensure_persistent(path)
+                    else:
+                        session.update_persistent(path, data)
