@@ -22,6 +22,7 @@ from zkconsumer.monitor.sampler import Sampler
 from zkconsumer.monitor.server import MonitorServer
 from zkconsumer.monitor.service import Monitor
 from zkconsumer.monitor.store import WindowStore
+from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 from zkconsumer.zk.session import ZkSession
 
 HELP = "watch every consumer group: lag evaluation (OK/WARN/STALL/STOP/REWIND/ERR), web page, " \
@@ -89,6 +90,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="with --once: print JSON")
     parser.add_argument("--socket-timeout", type=float, default=5.0, metavar="S",
                         help="timeout of a broker offsets request (default: 5)")
+    add_zk_security_arguments(parser)
 
 
 def _config(args: argparse.Namespace) -> EvalConfig:
@@ -107,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
         return _once(args, cfg)
     store = WindowStore(args.history, args.store)
     notifier = Notifier(args.notify_url) if args.notify_url else None
-    with ZkSession(args.zk) as session:
+    with ZkSession(args.zk, security=zk_security_from(args)) as session:
         sampler = Sampler(session, groups=args.groups, socket_timeout=args.socket_timeout)
         monitor = Monitor(sampler, store, cfg,
                           on_change=notifier.notify if notifier else None)
@@ -135,7 +137,7 @@ def main(args: argparse.Namespace) -> int:
 def _once(args: argparse.Namespace, cfg: EvalConfig) -> int:
     store = WindowStore(args.history, args.store)
     try:
-        with ZkSession(args.zk) as session:
+        with ZkSession(args.zk, security=zk_security_from(args)) as session:
             sampler = Sampler(session, groups=args.groups, socket_timeout=args.socket_timeout)
             try:
                 state = Monitor(sampler, store, cfg).poll_once()
