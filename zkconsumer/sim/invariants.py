@@ -24,8 +24,9 @@ Stated precisely (docs/architecture.md, "Simulation", repeats them):
    a watch on ``/consumers/G/ids`` and on each subscribed topic (nobody is deaf).
 5. **Nobody gives up** -- no zkconsumer member abandons the group (a failed start or a
    permanent failure).  Scala 0.7.2 does give up after ``rebalance.retries.max`` attempts
-   under contention; a schedule where a Scala member gave up and stayed registered cannot
-   converge (REFERENCE §2.2) and is counted as ``waived`` for 3 and 4.
+   under contention; a schedule where a Scala member gave up (it then stays registered
+   owning nothing, or its application exits) cannot be expected to converge or drain
+   (REFERENCE §2.2): it is counted as ``waived`` for 3 and 4.
 6. **Duplicates** are counted (messages delivered again), not failed.
 """
 
