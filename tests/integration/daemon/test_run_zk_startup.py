@@ -21,6 +21,7 @@ import pytest
 from daemon_it_helpers import DaemonProcess, produce, read_lines, values
 from fixtures.http import get
 from fixtures.waiting import wait_until
+from kazoo.client import KazooClient
 
 from zkconsumer.devcluster.ports import restartable_port
 from zkconsumer.devcluster.zookeeper import ZooKeeperServer
@@ -100,3 +101,30 @@ def test_startup_timeout_gives_up_with_one_error_line(
     assert re.fullmatch(rf"zkconsumer run: error: cannot connect to ZooKeeper at "
                         rf"'127\.0\.0\.1:{port}' within 1000 ms: .* \(gave up after \d+ "
                         r"attempts: --startup-timeout\)", last), last
+
+
+def test_run_started_while_every_broker_is_down_waits_and_then_consumes(
+        tmp_path: Path, broker_process: Any, zk_connect: str, zk_client: KazooClient) -> None:
+    """The brokers' half of item 3: the only broker was killed (its znodes outlive it until
+    its session expires), so the member claims partitions nobody serves, then sees the topic
+    vanish.  It keeps running and consumes everything once the broker is back."""
+    broker = broker_process(num_partitions=2)
+    produce(zk_connect, "ev", values("b", 100))
+    wait_until(lambda: zk_client.exists(f"/brokers/topics/ev/{broker.broker_id}"),
+               what="topic registered")
+    broker.kill()
+    out = tmp_path / "out.txt"
+    d = DaemonProcess(tmp_path, zk_connect, "g", ["--topic", "ev", "--output", str(out)])
+    try:
+        wait_until(lambda: "Connection refused" in d.log or d.proc.poll() is not None,
+                   timeout=60, what="the member met the dead broker")
+        wait_until(lambda: not zk_client.exists(f"/brokers/ids/{broker.broker_id}"),
+                   timeout=60, what="the dead broker's session expired")
+        assert d.proc.poll() is None, d.log
+        broker_process.restart(broker)
+        produce(zk_connect, "ev", values("b", 100, start=100))
+        wait_until(lambda: len(read_lines(out)) >= 200, timeout=90, what="200 messages written")
+        assert sorted(read_lines(out)) == values("b", 200)  # each once, none lost
+        assert d.stop() == 0, d.log
+    finally:
+        d.close()
