@@ -32,6 +32,7 @@ class Summary:
     rebalances: int = 0
     ops: list[int] = field(default_factory=list)
     duplicates: int = 0
+    duplicate_age: float = 0.0
     zombie: int = 0
     scala_zombie: int = 0
     scala_gave_up: int = 0
@@ -47,6 +48,7 @@ class Summary:
         self.rebalances += outcome.rebalances
         self.ops.extend(outcome.ops)
         self.duplicates += outcome.duplicates
+        self.duplicate_age = max(self.duplicate_age, outcome.duplicate_age)
         self.zombie += outcome.zombie
         self.scala_zombie += outcome.scala_zombie
         self.scala_gave_up += outcome.scala_gave_up

@@ -27,7 +27,11 @@ Stated precisely (docs/architecture.md, "Simulation", repeats them):
    under contention; a schedule where a Scala member gave up (it then stays registered
    owning nothing, or its application exits) cannot be expected to converge or drain
    (REFERENCE §2.2): it is counted as ``waived`` for 3 and 4.
-6. **Duplicates** are counted (messages delivered again), not failed.
+6. **Duplicates** are counted (messages delivered again), not failed, with the longest
+   time between a message's first delivery and its redelivery (``duplicate_age``): what a
+   member had handed out but not committed when it lost the partition -- at most one
+   autocommit interval of acknowledged messages plus those not yet acknowledged, unless
+   ZooKeeper refused the commits (an outage), and redelivered once the next owner claims.
 """
 
 from __future__ import annotations
@@ -89,6 +93,9 @@ class Checker:
         self._acked_gaps: dict[Key, list[tuple[int, int]]] = {}
         self.delivered_to: dict[Key, int] = {}
         self.duplicates = 0
+        #: the longest time between a message's first delivery and a redelivery of it
+        self.duplicate_age = 0.0
+        self._batches: dict[Key, list[tuple[int, int, float]]] = {}
         self.zombie = 0
         self.scala_zombie = 0
         self.committed: dict[Key, int] = {}
@@ -124,10 +131,18 @@ class Checker:
                           f"(owner znode {owner}, session "
                           f"{None if session is None else (session.id, session.alive)})")
         hi = self.delivered_to.get(key, 0)
+        batches = self._batches.setdefault(key, [])
         if start < hi:
             self.duplicates += min(end, hi) - start
+            first = min((t for s, e, t in batches if s < min(end, hi) and e > start),
+                        default=self.loop.now)
+            self.duplicate_age = max(self.duplicate_age, self.loop.now - first)
         if end > hi:
             self.delivered_to[key] = end
+            batches.append((max(start, hi), end, self.loop.now))
+            committed = self.committed.get(key, 0)
+            if len(batches) > 64 and batches[0][1] <= committed:
+                self._batches[key] = [b for b in batches if b[1] > committed]
 
     def acked(self, key: Key, start: int, end: int) -> None:
         to = self.acked_to.get(key, 0)

@@ -63,6 +63,7 @@ class Outcome:
     rebalances: int = 0
     ops: list[int] = field(default_factory=list)
     duplicates: int = 0
+    duplicate_age: float = 0.0
     zombie: int = 0
     scala_zombie: int = 0
     scala_gave_up: int = 0
@@ -227,6 +228,7 @@ def _run(world: World, spec: Spec) -> Outcome:
     outcome.rebalances = sum(m.rebalances for m in members)
     outcome.ops = [n for m in members for n in m.rebalance_ops]
     outcome.duplicates = checker.duplicates
+    outcome.duplicate_age = checker.duplicate_age
     outcome.zombie = checker.zombie
     outcome.scala_zombie = checker.scala_zombie
     outcome.sim_s = loop.now
