@@ -41,6 +41,7 @@ __all__ = [
     "LogRange",
     "PartitionInfo",
     "SegmentRange",
+    "check_offsets_match",
     "plan_cluster_read",
     "plan_logdir_read",
     "split_range",
@@ -258,6 +259,32 @@ def _pick(spec: OffsetSpec, topic: str, key: str, lo: int, hi: int, committed: i
     return min(max(value, lo), hi)
 
 
+def check_offsets_match(opts: ReadOptions, known: dict[str, set[str]], what: str) -> None:
+    """Every topic and partition named in a JSON ``startingOffsets`` / ``endingOffsets`` must
+    be one this read covers (``known``: topic -> partition keys): otherwise the offset would
+    be ignored and the partition read from its earliest (or to its latest) offset -- a
+    whole-topic re-read from a typo.  Partitions left out of the JSON still mean earliest /
+    latest (documented).  ``what`` describes the read for the message.
+    """
+    for option, spec in (("startingOffsets", opts.starting), ("endingOffsets", opts.ending)):
+        topics = sorted(t for t in spec.offsets if t not in known)
+        if topics:
+            raise ConfigurationError(
+                f"option {option} names topic(s) {', '.join(topics)} that this read does not "
+                f"include ({what} reads {', '.join(sorted(known)) or 'no topic'})")
+        for topic, parts in sorted(spec.offsets.items()):
+            unknown = sorted(k for k in parts if k not in known[topic])
+            if unknown:
+                raise ConfigurationError(
+                    f"option {option}: {', '.join(f'{topic}/{k}' for k in unknown)} is not a "
+                    f"partition of {topic} in {what} (it has "
+                    f"{', '.join(sorted(known[topic], key=_sort_key)) or 'none'})")
+
+
+def _sort_key(key: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in key.split("-"))
+
+
 def plan_cluster_read(opts: ReadOptions, cluster: Cluster) -> BatchPlan:
     """Resolve start/end offsets of every partition and cut them into `LogRange` splits."""
     extra: Offsets = {}
@@ -266,7 +293,13 @@ def plan_cluster_read(opts: ReadOptions, cluster: Cluster) -> BatchPlan:
             extra.setdefault(topic, {}).update(parts)
     plan = BatchPlan()
     group_cache: dict[str, dict[str, int]] = {}
-    for p in cluster.partitions(extra):
+    partitions = cluster.partitions(extra)
+    known: dict[str, set[str]] = {}
+    for p in partitions:
+        known.setdefault(p.topic, set()).add(p.key)
+    check_offsets_match(opts, known, "the cluster" if opts.source == "zookeeper"
+                        else "the broker list")
+    for p in partitions:
         bounds = cluster.boundaries(p)
         lo, hi = bounds[0], bounds[-1]
         committed = None
@@ -297,13 +330,17 @@ def plan_logdir_read(opts: ReadOptions) -> tuple[list[SegmentRange], Offsets, Of
     ranges: list[SegmentRange] = []
     starts: Offsets = {}
     ends: Offsets = {}
-    for plog in discover(opts.log_dir, topics=topics):
-        if opts.pattern is not None and not opts.topic_matches(plog.topic):
-            continue
+    plogs = [plog for plog in discover(opts.log_dir, topics=topics)
+             if opts.pattern is None or opts.topic_matches(plog.topic)]
+    known: dict[str, set[str]] = {}
+    for plog in plogs:
+        known.setdefault(plog.topic, set()).add(_logdir_key(opts, plog.partition))
+    _check_logdir_keys(opts)
+    check_offsets_match(opts, known, f"the log directory {opts.log_dir}")
+    for plog in plogs:
         if not plog.segments:
             continue
-        key = (str(plog.partition) if opts.broker_id is None
-               else f"{opts.broker_id}-{plog.partition}")
+        key = _logdir_key(opts, plog.partition)
         start = _pick(opts.starting, plog.topic, key, plog.start, plog.end, None,
                       "startingOffsets", opts.fail_on_data_loss)
         end = _pick(opts.ending, plog.topic, key, plog.start, plog.end, None,
@@ -317,6 +354,29 @@ def plan_logdir_read(opts: ReadOptions) -> tuple[list[SegmentRange], Offsets, Of
                 ranges.append(SegmentRange(plog.topic, opts.broker_id, plog.partition, seg.path,
                                            seg.start, lo, hi, i == len(plog.segments) - 1))
     return ranges, starts, ends
+
+
+def _logdir_key(opts: ReadOptions, partition: int) -> str:
+    """``"P"``, or ``"B-P"`` when ``brokerId`` says which broker wrote the log directory."""
+    return str(partition) if opts.broker_id is None else f"{opts.broker_id}-{partition}"
+
+
+def _check_logdir_keys(opts: ReadOptions) -> None:
+    """Offsets keys of a log-dir read must use the read's key form: ``"P"`` without
+    ``brokerId``, ``"B-P"`` (B = brokerId) with it -- say which to change."""
+    for option, spec in (("startingOffsets", opts.starting), ("endingOffsets", opts.ending)):
+        for topic, parts in spec.offsets.items():
+            for key in parts:
+                broker, dash, _ = key.rpartition("-")
+                if opts.broker_id is None and dash:
+                    raise ConfigurationError(
+                        f"option {option}: {topic}/{key} names broker {broker}, but this log "
+                        f"directory read has no brokerId: set the option brokerId={broker} "
+                        f"(keys 'B-P') or key the offsets by partition alone ('P')")
+                if opts.broker_id is not None and (not dash or broker != str(opts.broker_id)):
+                    raise ConfigurationError(
+                        f"option {option}: {topic}/{key} is not a partition of broker "
+                        f"{opts.broker_id} (brokerId): key it '{opts.broker_id}-P'")
 
 
 def _check_gaps(path: str, gaps: list[tuple[int, int]], start: int, end: int,

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from zkconsumer.client import SimpleConsumer
 from zkconsumer.client.logdir import ReadIssue, ReadStats, Segment, iter_segment_chunks
-from zkconsumer.errors import OffsetOutOfRangeError
+from zkconsumer.errors import MessageTooLargeError, MisalignedOffsetError, OffsetOutOfRangeError
 from zkconsumer.protocol import MessageBatch
 from zkconsumer.spark.arrow import columns_to_batches, messages_to_batch
 from zkconsumer.spark.planning import LogRange, SegmentRange
@@ -65,14 +65,38 @@ def iter_range_columns(consumer: SimpleConsumer, r: LogRange
 def read_log_range(r: LogRange, *, fetch_size: int = 1024 * 1024,
                    max_fetch_size: int = 64 * 1024 * 1024,
                    socket_timeout: float = 30.0) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the messages of one `LogRange`, fetched from its broker."""
+    """Arrow batches of the messages of one `LogRange`, fetched from its broker.
+
+    The two errors a user fixes with an option name it: a message larger than
+    ``maxFetchSize``, and a start offset (``startingOffsets``) inside a message.
+    """
     rows, reached = 0, None
+    max_fetch_size = max(max_fetch_size, fetch_size)
+    where = f"{r.topic}/{r.broker_id}-{r.partition}"
     with SimpleConsumer(r.host, r.port, socket_timeout=socket_timeout, fetch_size=fetch_size,
-                        max_fetch_size=max(max_fetch_size, fetch_size)) as consumer:
-        for batch, count in iter_range_columns(consumer, r):
-            rows += count
-            reached = batch.next_offsets[count - 1]  # the largest next_offset read so far
-            yield from columns_to_batches(r.topic, r.broker_id, r.partition, batch, count)
+                        max_fetch_size=max_fetch_size) as consumer:
+        try:
+            for batch, count in iter_range_columns(consumer, r):
+                rows += count
+                reached = batch.next_offsets[count - 1]  # the largest next_offset read so far
+                yield from columns_to_batches(r.topic, r.broker_id, r.partition, batch, count)
+        except MessageTooLargeError as exc:
+            size = f" of {exc.size} bytes" if exc.size else ""
+            raise MessageTooLargeError(
+                f"{where}: the message at offset {exc.offset}{size} does not fit in "
+                f"maxFetchSize={max_fetch_size} bytes: raise the option maxFetchSize",
+                topic=exc.topic, partition=exc.partition, offset=exc.offset,
+                size=exc.size) from exc
+        except MisalignedOffsetError as exc:
+            if exc.offset != r.start:
+                raise
+            around = ("" if exc.before is None or exc.after is None
+                      else f": it is inside the message [{exc.before}, {exc.after}), start at "
+                           f"{exc.before} or {exc.after}")
+            raise MisalignedOffsetError(
+                f"option startingOffsets: offset {r.start} of {where} is not a message "
+                f"boundary{around}", topic=exc.topic, partition=exc.partition,
+                offset=exc.offset, before=exc.before, after=exc.after) from exc
     report_range(RangeReport(r.topic, r.broker_id, r.partition, r.start, r.end, rows, reached))
 
 

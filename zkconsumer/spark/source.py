@@ -88,12 +88,20 @@ class Kafka07DataSource(DataSource):  # type: ignore[misc]
         return Kafka07BatchReader(parse_read_options(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from zkconsumer.spark.stream import Kafka07StreamReader
+        # Never raise here: PySpark's stream runner then calls stop() on a reader it never got
+        # and reports "UnboundLocalError: ... 'reader'" instead of our message.  A refused
+        # reader raises the message at its first call (query start()) instead.
+        from zkconsumer.spark.stream import Kafka07StreamReader, RefusedStreamReader
 
-        opts = parse_read_options(self.options)
+        try:
+            opts = parse_read_options(self.options)
+        except ConfigurationError as exc:
+            return RefusedStreamReader(str(exc))
         if opts.source == "logdir":
-            raise ConfigurationError("streaming reads need zookeeper.connect or brokers; "
-                                     "a log directory is read in batch")
+            return RefusedStreamReader(
+                "a log directory cannot be read as a stream (its files do not grow): read it "
+                "with spark.read (batch), or stream from a live cluster with the option "
+                "zookeeper.connect or brokers")
         return Kafka07StreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

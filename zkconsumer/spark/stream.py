@@ -50,7 +50,7 @@ from zkconsumer.spark.options import Offsets, ReadOptions
 from zkconsumer.spark.planning import Cluster, LogRange, PartitionInfo, plan_cluster_read
 from zkconsumer.spark.tasks import RangePartition, read_partition
 
-__all__ = ["Kafka07StreamReader", "share_budget"]
+__all__ = ["Kafka07StreamReader", "RefusedStreamReader", "share_budget"]
 
 log = logging.getLogger(__name__)
 _LEN = struct.Struct(">i")
@@ -63,6 +63,29 @@ def share_budget(backlog: dict[str, int], budget: int) -> dict[str, int]:
     if total <= budget:
         return dict(backlog)
     return {k: min(v, max(1, v * budget // total)) if v > 0 else 0 for k, v in backlog.items()}
+
+
+class RefusedStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+    """A stream that cannot run (bad options, a log directory): every call raises the reason.
+
+    Returned instead of raising from ``streamReader()`` (see `Kafka07DataSource`), so the
+    query's ``start()`` fails with this `ConfigurationError`, naming what to change.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def initialOffset(self) -> dict[str, Any]:
+        raise ConfigurationError(self.reason)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        raise ConfigurationError(self.reason)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        raise ConfigurationError(self.reason)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        raise ConfigurationError(self.reason)
 
 
 class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
