@@ -302,6 +302,10 @@ class KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
         conn._authenticate_with_sasl = authenticate
 
     def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        # kazoo logs every request it sends at DEBUG, the digest ``Auth`` packet (user:password
+        # in clear) and the SASL exchange included: never let those reach a handler.
+        args = tuple("<credentials not logged>" if type(a).__name__ in ("Auth", "SASL") else a
+                     for a in args)
         if level >= logging.WARNING:
             try:
                 self.problems.append(str(msg) % args if args else str(msg))
@@ -311,7 +315,8 @@ class KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
 
 
 def explain_connect_failure(hosts: Iterable[tuple[str, int]], security: ZkSecurity,
-                            problems: Iterable[str], *, auth_failed: bool = False) -> str | None:
+                            problems: Iterable[str], *, auth_failed: bool = False,
+                            exc: BaseException | None = None) -> str | None:
     """One line saying which security problem made a connection fail, or None if none fits.
 
     ``problems`` are kazoo's warnings; ``auth_failed`` that the server refused our SASL login.
@@ -319,6 +324,8 @@ def explain_connect_failure(hosts: Iterable[tuple[str, int]], security: ZkSecuri
     first host tells a TLS port from a plain one.
     """
     hosts = list(hosts)
+    # kazoo's own start() reads the chroot: a refused login can surface there
+    auth_failed = auth_failed or isinstance(exc, (AuthFailedError, SessionClosedRequireSaslError))
     where = ",".join(f"{h}:{p}" for h, p in hosts)
     text = " | ".join(problems)
     low = text.lower()

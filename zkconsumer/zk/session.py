@@ -203,7 +203,8 @@ class ZkSession:
                 self.client.start(timeout=self.connection_timeout_ms / 1000.0)
         except Exception as exc:  # KazooTimeoutError is not a KazooException
             if why := explain_connect_failure(self.client.hosts, self.security,
-                                              self._kazoo_log.problems):
+                                              self._kazoo_log.problems, exc=exc):
+                self.close()  # kazoo leaves its threads running when its chroot check fails
                 raise ZooKeeperAuthError(why) from None
             raise ZooKeeperUnreachableError(
                 f"cannot connect to ZooKeeper at {self.connect!r} within "
