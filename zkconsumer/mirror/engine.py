@@ -1,30 +1,40 @@
-"""The mirror loop: consume a 0.7 group, produce to the target, commit only what is safe.
+"""The at-least-once mirror: consume a 0.7 group, produce to the target, commit only what is safe.
 
 One `Mirror` is one member of a 0.7 consumer group (a `GroupConsumer` with ``auto_ack=False``),
 so several mirror processes -- and Scala consumers -- share the partitions by the usual 0.7
-rebalance.  For each polled message the loop routes it (`Router`), hands it to the target
-client, and records it in the `AckTracker`.  The tracker's in-order rule decides what gets
-``ack``-ed to the consumer; the consumer commits only acknowledged offsets.
+rebalance.  It runs every ``kafka07://`` target and ``kafka://`` with ``--at-least-once``.
+
+**The batch path.**  The loop takes whole polls (``poll_view``: no `Message` per message) and
+handles each *run* -- consecutive messages of one source partition -- as one unit: routed
+message by message, handed to the target in one `Target.send_run`, tracked as one entry of
+the `AckTracker` (weighted by its message count) and acknowledged as one.  Per message there
+is only the routing and the target client's own call.
 
 Guarantees (docs/mirror.md):
 
 * **Nothing lost.**  A 0.7 offset is acknowledged -- and so committed -- only after every
-  message before it in that partition was acknowledged by the target (acks=all).  A
-  ``kill -9`` at any moment therefore replays from the last commit: duplicates bounded by what
-  was in flight plus one commit interval, never a gap.
-* **Never skips.**  A failed delivery blocks its partition's committable prefix.  The loop
-  stops consuming, lets every in-flight send finish, backs off (exponentially, capped),
-  rebuilds the target client and resends from each partition's first failure on, in order.
-  Forever: an outage stops progress, it does not lose data.  Only a condition retrying
-  cannot cure (`TargetError`: missing target topic without ``--create-topics``, a message
-  the client refuses locally) stops the mirror -- after committing what is safe.
+  message before it in that partition was acknowledged by the target (acks=all): runs are
+  acknowledged in order, a run only once all its messages were.  A ``kill -9`` at any moment
+  replays from the last commit: duplicates bounded by what was in flight plus one commit
+  interval, never a gap.
+* **Never skips.**  A failed delivery fails its run, which blocks its partition's committable
+  prefix.  The loop stops consuming, lets every in-flight send finish, backs off (the shared
+  `Runtime`), rebuilds the target client and resends every run from each partition's first
+  failure on, in order.  Forever: an outage stops progress, it does not lose data.  Only a
+  condition retrying cannot cure (`TargetError`) stops the mirror -- after committing what is
+  safe.
 * **Backpressure.**  At most ``max_in_flight`` messages are tracked; when full the loop stops
   polling, the consumer's queues fill, and its fetchers stop fetching.
 * **Rebalance.**  ``on_revoked`` (called before the consumer commits and releases) waits up
   to ``revoke_timeout_ms`` for the revoked partitions' in-flight sends, acknowledges their
   acknowledged prefix, and forgets the rest -- the next owner replays it.
+* **No loops.**  Messages a bridge wrote into 0.7 (`zkconsumer.mirror.loopguard`) are
+  acknowledged and not sent.
 * **Shutdown** (`stop`, e.g. from SIGTERM): stop consuming, wait up to
   ``shutdown_timeout_ms`` for in-flight acks, acknowledge, commit, close.
+
+Each owned partition is a lane (`zkconsumer.mirror.lanes`): ACTIVE once assigned (nothing to
+claim in this mode), FAILED while its runs are being resent, RELEASED when revoked.
 """
 
 from __future__ import annotations
@@ -35,15 +45,19 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from zkconsumer.consumer.group import GroupConsumer
+from zkconsumer.consumer.message import Decoded, Message, MessageBatch, PartitionState
 from zkconsumer.errors import ConsumerError, TargetError, ZkConsumerError
-from zkconsumer.mirror.config import MirrorConfig
+from zkconsumer.mirror.config import MirrorConfig, Partitioning
+from zkconsumer.mirror.lanes import LaneState, LaneStatus
+from zkconsumer.mirror.loopguard import LoopGuard, inside
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
-from zkconsumer.mirror.runtime import SourceView
-from zkconsumer.mirror.targets import Target
+from zkconsumer.mirror.runtime import Every, Runtime, SourceView, Stopped, close_all
+from zkconsumer.mirror.targets import RunItem, Target
 from zkconsumer.mirror.tracker import AckTracker, Entry
 
-__all__ = ["Mirror", "SourceConsumer", "SourceMessage"]
+__all__ = ["Mirror", "ack_handle", "poll_parked", "target_partitions"]
 
 log = logging.getLogger(__name__)
 
@@ -91,25 +105,22 @@ def poll_parked(poll: Callable[[int, float | None], T], max_messages: int, timeo
         return empty
 
 
-class SourceMessage(Protocol):
-    topic: str
-    offset: int
-    next_offset: int
-    value: bytes
-
-    @property
-    def partition(self) -> str: ...
+def ack_handle(state: PartitionState, offset: int, next_offset: int) -> Message:
+    """A `Message` that acknowledges everything of ``state``'s claim up to ``offset``."""
+    return Message(state.topic, state.broker_id, state.partition_id, offset, next_offset, b"",
+                   state)
 
 
-class SourceConsumer(Protocol):
-    """The part of `GroupConsumer` the mirror uses."""
+class _Run:
+    """Messages ``decoded[start:end]`` of one claim of one partition, tracked as one entry."""
 
-    def start(self) -> None: ...
-    def poll_batch(self, max_messages: int, timeout: float | None) -> Sequence[Any]: ...
-    def ack(self, message: Any) -> None: ...
-    def commit(self) -> None: ...
-    def close(self) -> None: ...
-    def add_listener(self, listener: Any) -> None: ...
+    __slots__ = ("decoded", "end", "start", "state")
+
+    def __init__(self, state: PartitionState, decoded: Decoded, start: int, end: int) -> None:
+        self.state = state
+        self.decoded = decoded
+        self.start = start
+        self.end = end
 
 
 class _Listener:
@@ -119,7 +130,7 @@ class _Listener:
         self._mirror = mirror
 
     def on_assigned(self, partitions: dict[str, list[str]]) -> None:
-        log.info("mirror assigned %s", partitions)
+        self._mirror._on_assigned(partitions)
 
     def on_revoked(self, partitions: dict[str, list[str]]) -> None:
         self._mirror._on_revoked(partitions)
@@ -129,9 +140,9 @@ class _Listener:
 
 
 class Mirror:
-    """One mirror process's worth of work (see module docstring)."""
+    """One at-least-once mirror process (see the module docstring)."""
 
-    def __init__(self, config: MirrorConfig, consumer: SourceConsumer, target: Target, *,
+    def __init__(self, config: MirrorConfig, consumer: GroupConsumer, target: Target, *,
                  source_partitions: Callable[[str], Sequence[str]],
                  progress: Callable[[dict[str, Any]], None] | None = None,
                  closers: Sequence[Callable[[], None]] = (),
@@ -140,19 +151,19 @@ class Mirror:
         self.consumer = consumer
         self.target = target
         self.stats = MirrorStats()
+        self.runtime = Runtime(config, self.stats, target.description, clock=clock)
         self.progress = progress
-        self.view: SourceView | None = None  # set by runner.build_mirror (lag, preserve)
-        self._clock = clock
-        self._stop = threading.Event()
+        self.view: SourceView | None = None  # set by runner.build_mirror (lag, loops)
         self._send_lock = threading.Lock()
-        self._tracker: AckTracker[Any, Any] = AckTracker(config.max_in_flight)
+        self._tracker: AckTracker[_Run, None] = AckTracker(config.max_in_flight)
         self._router = Router(
             partitioning=config.partitioning, topic_map=config.topic_map,
             target_partitions=self._target_partitions, source_partitions=source_partitions,
             hash_partition=target.hash_partition, key_regex=config.key_pattern())
-        self._failures = 0  # consecutive failed retry rounds, for the backoff
+        self._lanes: dict[Hashable, LaneStatus] = {}
+        self._acked: dict[Hashable, int] = {}  # per partition: next offset acknowledged
+        self._guard: LoopGuard | None = None
         self._created: set[str] = set()
-        self._fatal: BaseException | None = None
         self._started = False  # the consumer joined the group (so there is something to commit)
         self._closing = False
         self._closers = list(closers)
@@ -162,98 +173,110 @@ class Mirror:
 
     def stop(self) -> None:
         """Ask `run` to finish (safe from a signal handler or another thread)."""
-        self._stop.set()
+        self.runtime.stop()
 
     @property
     def stopping(self) -> bool:
-        return self._stop.is_set()
+        return self.runtime.stopping
 
     def run(self) -> None:
         """Mirror until `stop`; then shut down cleanly.  Raises on a fatal error (after
         committing everything that is safe)."""
         try:
-            self._open_target()
-            if not self._stop.is_set():
-                self.consumer.start()
-                self._started = True
-                self._loop()
+            self.runtime.retrying(f"connecting to target {self.target.description}",
+                                  self.target.open)
+            if self.view is not None:
+                self._guard = LoopGuard(self.view)
+            self.consumer.start()
+            self._started = True
+            self._loop()
+        except Stopped:
+            pass
         finally:
             self._shutdown()
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def _open_target(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.target.open()
-                self._failures = 0
-                return
-            except ZkConsumerError:
-                raise
-            except Exception as exc:  # the target is not there yet: wait, do not give up
-                self._failures += 1
-                delay = self._backoff()
-                log.warning("cannot connect to target %s (%r); retrying in %.1fs",
-                            self.target.description, exc, delay)
-                self._stop.wait(delay)
-
     def _loop(self) -> None:
         cfg = self.config
-        commit_every = cfg.commit_interval_ms / 1000.0
-        progress_every = cfg.progress_interval_ms / 1000.0
-        next_commit = self._clock() + commit_every
-        next_progress = self._clock() + progress_every
-        while not self._stop.is_set():
-            if self._fatal is not None:
-                raise self._fatal
-            if self._tracker.has_failures:
+        clock = self.runtime.clock
+        commit = Every(cfg.commit_interval_ms / 1000.0, clock)
+        progress = Every(cfg.progress_interval_ms / 1000.0, clock)
+        tracker = self._tracker
+        while not self.runtime.stopping:
+            self.runtime.check()
+            if tracker.has_failures:
                 self._recover()
                 continue
-            room = self._tracker.room()
+            room = tracker.room()
             if room <= 0:
-                self._tracker.wait_for_room(0.1)
+                tracker.wait_for_room(0.1)
             else:
-                none: Sequence[Any] = ()
-                batch = poll_parked(self.consumer.poll_batch, min(room, cfg.poll_batch), 0.1,
-                                    none, self.stats)
+                batch = poll_parked(self.consumer.poll_view, min(room, cfg.poll_batch), 0.1,
+                                    MessageBatch([]), self.stats)
                 if batch:
                     with self._send_lock:
-                        for message in batch:
-                            self._send(message)
-                    self.stats.add("sent", len(batch))
+                        self._send(batch)
             self._ack()
-            now = self._clock()
-            if now >= next_commit:
+            now = clock()
+            if commit.due(now):
                 self._commit()
-                next_commit = now + commit_every
-            if self.progress is not None and now >= next_progress:
+            if self.progress is not None and progress.due(now):
                 self.progress(self.stats.snapshot())
-                next_progress = now + progress_every
 
-    def _send(self, message: Any) -> None:
-        key = (message.topic, message.partition)
-        entry = self._tracker.add(key, message, None, len(message.value))
-        self._dispatch(entry)
+    def _send(self, batch: MessageBatch) -> None:
+        guard = self._guard
+        if guard is not None:
+            guard.new_poll()
+        tracker = self._tracker
+        for state, decoded, start, end in batch.runs():
+            bridged = [] if guard is None else guard.ranges(
+                state.topic, state.name, decoded[end - 1][0])
+            size = sum(len(decoded[i][2]) for i in range(start, end))
+            entry = tracker.add(state.key, _Run(state, decoded, start, end), None, size,
+                                end - start)
+            self._dispatch(entry, bridged)
 
-    def _dispatch(self, entry: Entry[Any, Any]) -> None:
-        message = entry.message
+    def _items(self, run: _Run, bridged: list[tuple[int, int]]) -> list[RunItem]:
+        """The run's messages as ``(value, partition, key)``, bridged ones left out."""
+        state, decoded = run.state, run.decoded
+        topic, name = state.topic, state.name
+        route = self._router.route
+        if self.config.partitioning is Partitioning.PRESERVE and not bridged:
+            partition = route(topic, name, b"").partition  # one target partition per source
+            return [(decoded[i][2], partition, None) for i in range(run.start, run.end)]
+        items: list[RunItem] = []
+        for i in range(run.start, run.end):
+            o, _nxt, value = decoded[i]
+            if bridged and inside(bridged, o):
+                continue
+            r = route(topic, name, value)
+            items.append((value, r.partition, r.key))
+        return items
+
+    def _dispatch(self, entry: Entry[_Run, None], bridged: list[tuple[int, int]]) -> None:
+        run = entry.message
         attempt = entry.attempt
         tracker = self._tracker
         stats = self.stats
+        runtime = self.runtime
 
         def done(exc: BaseException | None) -> None:
             if exc is None:
                 tracker.complete(entry, attempt)
                 return
             stats.add("target_errors")
-            if isinstance(exc, TargetError) and self._fatal is None:
-                self._fatal = exc  # retrying cannot cure it: the loop stops
+            if isinstance(exc, TargetError):
+                runtime.fail(exc)  # retrying cannot cure it: the loop stops
             tracker.fail(entry, attempt, exc)
 
         try:
-            route = self._router.route(message.topic, message.partition, message.value)
-            entry.route = route
-            self.target.send(route.topic, message.value, route.partition, route.key, done)
+            items = self._items(run, bridged)
+            looped = run.end - run.start - len(items)
+            if looped:
+                stats.add("looped", looped)
+            stats.add("sent", len(items))
+            self.target.send_run(self._router.target_topic(run.state.topic), items, done)
         except TargetError as exc:
             tracker.fail(entry, attempt, exc)  # settled, so shutdown does not wait for it
             raise
@@ -263,10 +286,15 @@ class Mirror:
     def _ack(self, keys: Sequence[Hashable] | None = None) -> None:
         drained = self._tracker.drain_acked(keys)
         for key, d in drained.items():
-            self.consumer.ack(d.message)
-            self.stats.mirrored(key[0], d.count, d.size)  # type: ignore[index]
+            run = d.message
+            o, nxt, _v = run.decoded[run.end - 1]
+            self.consumer.ack(ack_handle(run.state, o, nxt))
+            start = self._acked.get(key, run.decoded[run.start][0])
+            self._acked[key] = nxt
+            self.stats.add("log_bytes", max(0, nxt - start))
+            self.stats.mirrored(run.state.topic, d.count, d.size)
         if drained:
-            self._failures = 0
+            self.runtime.succeeded()
             self.stats.healthy = not self._tracker.has_failures
         self.stats.in_flight = self._tracker.in_flight
 
@@ -277,33 +305,25 @@ class Mirror:
         except ZkConsumerError as exc:  # ZooKeeper away: the next interval tries again
             log.warning("offset commit failed (will retry): %s", exc)
 
-    def _backoff(self) -> float:
-        cfg = self.config
-        n = max(1, self._failures)
-        return min(cfg.retry_backoff_max_ms, cfg.retry_backoff_ms * (1 << min(n - 1, 20))) / 1000.0
-
     def _recover(self) -> None:
         """A delivery failed: settle, back off, rebuild the target client, resend in order."""
-        self.stats.healthy = False
-        self._failures += 1
-        self.stats.add("retries")
-        log.error("target %s failed a delivery (%r); %d in flight; retrying in %.1fs "
-                  "(nothing is skipped, offsets are not advanced past it)",
-                  self.target.description, self._tracker.last_error, self._tracker.in_flight,
-                  self._backoff())
-        while not self._tracker.wait_settled(0.2):
+        tracker = self._tracker
+        failing = [key for key in tracker.keys() if key in self._lanes]  # noqa: SIM118
+        for key in failing:
+            self._lanes[key].move(LaneState.FAILED, repr(tracker.last_error))
+        while not tracker.wait_settled(0.2):
             self._ack()  # earlier successes still become committable meanwhile
-            if self._stop.is_set() or self._fatal is not None:
+            if self.runtime.stopping or self.runtime.fatal is not None:
                 return
         self._ack()
-        if self._stop.wait(self._backoff()):
-            return
+        self.runtime.backoff_wait(f"a delivery ({tracker.in_flight} messages in flight)",
+                                  tracker.last_error)
         self.target.reset()
         self._router.forget_counts()
         try:
             self.target.open()
             # one partition-count question per topic now, not one (timing out) per resend
-            for key in self._tracker.keys():  # noqa: SIM118 - a method, not a dict
+            for key in tracker.keys():  # noqa: SIM118 - a method, not a dict
                 self._router.target_count(self._router.target_topic(key[0]))  # type: ignore[index]
         except ZkConsumerError:
             raise
@@ -311,12 +331,15 @@ class Mirror:
             log.warning("target %s still unavailable: %r", self.target.description, exc)
             return  # failures stay FAILED: the next loop turn comes back here
         with self._send_lock:
-            entries = self._tracker.take_retry()
+            entries = tracker.take_retry()
             log.info("resending %d messages from the first failure of each partition",
-                     len(entries))
+                     sum(e.weight for e in entries))
             for entry in entries:
-                self._dispatch(entry)
-            self.stats.add("sent", len(entries))
+                self._dispatch(entry, [])
+        for key in failing:
+            lane = self._lanes.get(key)
+            if lane is not None and lane.live:
+                lane.move(LaneState.ACTIVE, "resent")
 
     # -- routing helpers ----------------------------------------------------------------------
 
@@ -324,6 +347,13 @@ class Mirror:
         return target_partitions(self.target, topic, self.config, self._created)
 
     # -- rebalance and shutdown -----------------------------------------------------------------
+
+    def _on_assigned(self, partitions: dict[str, list[str]]) -> None:
+        for topic, names in partitions.items():
+            for name in names:
+                lane = self._lanes[(topic, name)] = LaneStatus(f"{topic}/{name}")
+                lane.move(LaneState.ACTIVE, "assigned (at-least-once: nothing to claim)")
+        log.info("mirror assigned %s", partitions)
 
     def _on_revoked(self, partitions: dict[str, list[str]]) -> None:
         keys: list[Hashable] = [(t, p) for t, ps in partitions.items() for p in ps]
@@ -334,19 +364,27 @@ class Mirror:
             settled = self._tracker.wait_settled(timeout, keys)
             self._ack(keys)
             dropped = self._tracker.forget(keys)
+        for key in keys:
+            lane = self._lanes.pop(key, None)
+            self._acked.pop(key, None)
+            if lane is not None and lane.live:
+                lane.move(LaneState.RELEASED, "revoked")
         if dropped:
             log.warning("%d messages of revoked partitions were not acknowledged by the target "
                         "%s; the next owner replays them", dropped,
                         "in time" if not settled else "(failed deliveries)")
 
     def _shutdown(self) -> None:
-        timeout = self.config.shutdown_timeout_ms / 1000.0
-        deadline = self._clock() + timeout
+        deadline = self.runtime.clock() + self.config.shutdown_timeout_ms / 1000.0
+
+        def left() -> float:
+            return max(0.0, deadline - self.runtime.clock())
+
         try:
             if self._started:
                 if not self._tracker.has_failures:
-                    self.target.flush(max(0.0, deadline - self._clock()))
-                self._tracker.wait_settled(max(0.0, deadline - self._clock()))
+                    self.target.flush(left())
+                self._tracker.wait_settled(left())
                 self._ack()
                 if self._tracker.in_flight:
                     log.warning("shutting down with %d messages not acknowledged by the "
@@ -359,10 +397,6 @@ class Mirror:
                 self.consumer.close()
             finally:
                 try:
-                    self.target.close(max(0.0, deadline - self._clock()))
+                    self.target.close(left())
                 finally:
-                    for close in self._closers:
-                        try:
-                            close()
-                        except Exception as exc:  # closing must not mask the real outcome
-                            log.debug("mirror cleanup: %r", exc)
+                    close_all(self._closers)

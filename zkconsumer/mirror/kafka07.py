@@ -3,9 +3,10 @@
 Writes with zkconsumer's own `Producer` in **confirmed** sync mode (every produce is followed
 by an offsets request on the same connection; a broker that rejected the set has closed the
 socket, so a rejection is seen instead of being silent as in 0.7).  A sender thread gives
-the mirror the asynchronous `Target.send` it expects: sends are queued, taken in batches,
-collated per (topic, route) into one `Producer.send` each -- one message set, compressed per
-the ``target.compression.codec`` -- and every message's ``on_done`` is called with the result.
+the mirror the asynchronous `Target.send` / `Target.send_run` it expects: runs are queued,
+taken in batches, their messages collated per (topic, route) into one `Producer.send` each --
+one message set, compressed per the ``target.compression.codec`` -- and each run's
+``on_done`` is called once with the result.
 
 Routing onto the 0.7 producer's partition list (numeric (broker, partition) order, the list
 `Producer.partitions_for` returns, bootstrap ``(b, 0)`` entries included):
@@ -19,7 +20,7 @@ Routing onto the 0.7 producer's partition list (numeric (broker, partition) orde
 
 The producer's own retries are turned off (``num.retries=0``): its retries move a chunk to
 *another* partition, which would break ``preserve``; the mirror retries on the same route.
-Invariant: every queued message gets exactly one ``on_done`` (success, failure, or -- at
+Invariant: every queued run gets exactly one ``on_done`` (success, failure, or -- at
 `close` -- a `TargetError` for what was never sent).
 """
 
@@ -28,18 +29,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError, MessageTooLargeError, TargetError
-from zkconsumer.mirror.targets import DoneCallback
+from zkconsumer.mirror.targets import DoneCallback, RunItem
 from zkconsumer.protocol import default_partition
 
 __all__ = ["Kafka07Target"]
 
 log = logging.getLogger(__name__)
 
-_Item = tuple[str, bytes, "str | None", DoneCallback]  # topic, value, routing key, callback
+#: topic, [(value, routing key)], callback: one run, reported once
+_Item = tuple[str, list[tuple[bytes, "str | None"]], DoneCallback]
 
 
 class Kafka07Target:
@@ -101,7 +103,7 @@ class Kafka07Target:
             leftover = list(self._queue)
             self._queue.clear()
             self._cond.notify_all()
-        for _topic, _value, _key, on_done in leftover:
+        for _topic, _values, on_done in leftover:
             on_done(TargetError("target closed before the message was sent"))
         self._thread.join(timeout)
         self.reset()
@@ -125,19 +127,14 @@ class Kafka07Target:
 
     def send(self, topic: str, value: bytes, partition: int | None, key: bytes | None,
              on_done: DoneCallback) -> None:
-        if partition is not None:
-            routing: str | None = chr(partition)
-        elif key is not None:
-            try:
-                routing = key.decode("utf-8")
-            except UnicodeDecodeError:
-                routing = key.decode("latin-1")
-        else:
-            routing = None
+        self.send_run(topic, [(value, partition, key)], on_done)
+
+    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback) -> None:
+        values = [(value, _routing(partition, key)) for value, partition, key in items]
         with self._cond:
             if self._closed:
                 raise TargetError("target is closed")
-            self._queue.append((topic, value, routing, on_done))
+            self._queue.append((topic, values, on_done))
             self._cond.notify_all()
 
     def flush(self, timeout: float) -> bool:
@@ -152,8 +149,11 @@ class Kafka07Target:
                 self._cond.wait_for(lambda: self._queue or self._closed)
                 if self._closed and not self._queue:
                     return
-                n = min(len(self._queue), self._batch_size)
-                batch = [self._queue.popleft() for _ in range(n)]
+                batch = [self._queue.popleft()]
+                taken = len(batch[0][1])
+                while self._queue and taken < self._batch_size:
+                    batch.append(self._queue.popleft())
+                    taken += len(batch[-1][1])
                 self._busy += 1
             try:
                 self._send_batch(batch)
@@ -163,20 +163,38 @@ class Kafka07Target:
                     self._cond.notify_all()
 
     def _send_batch(self, batch: list[_Item]) -> None:
-        groups: dict[tuple[str, str | None], list[_Item]] = {}
-        for item in batch:
-            groups.setdefault((item[0], item[2]), []).append(item)
-        for (topic, routing), items in groups.items():
-            error: BaseException | None = None
+        # every route of the batch once (one message set each), then each run's verdict
+        groups: dict[tuple[str, str | None], list[bytes]] = {}
+        for topic, values, _done in batch:
+            for value, routing in values:
+                groups.setdefault((topic, routing), []).append(value)
+        failed: dict[tuple[str, str | None], BaseException] = {}
+        for (topic, routing), payloads in groups.items():
             try:
-                self._get_producer().send(topic, [i[1] for i in items], key=routing)
+                self._get_producer().send(topic, payloads, key=routing)
             except MessageTooLargeError as exc:
                 error = TargetError(f"0.7 target refuses a message for {topic}: {exc}")
                 error.__cause__ = exc
+                failed[(topic, routing)] = error
             except Exception as exc:  # DeliveryError, connection, ZooKeeper: all retriable
-                error = exc
-            for item in items:
-                try:
-                    item[3](error)
-                except Exception:  # a callback bug must not kill the sender
-                    log.exception("mirror delivery callback failed")
+                failed[(topic, routing)] = exc
+        for topic, values, on_done in batch:
+            verdict = next((failed[(topic, r)] for _v, r in values if (topic, r) in failed),
+                           None)
+            try:
+                on_done(verdict)
+            except Exception:  # a callback bug must not kill the sender
+                log.exception("mirror delivery callback failed")
+
+
+def _routing(partition: int | None, key: bytes | None) -> str | None:
+    """The 0.7 producer's key that routes to ``partition`` (module docstring), or ``key``
+    as the String a Scala producer would have used."""
+    if partition is not None:
+        return chr(partition)
+    if key is None:
+        return None
+    try:
+        return key.decode("utf-8")
+    except UnicodeDecodeError:
+        return key.decode("latin-1")

@@ -10,8 +10,11 @@ bundle librdkafka: nothing to build.  We never hand-write the 0.8+ protocol.
 for ``kafka07://``.  The exactly-once engine (`zkconsumer.mirror.exactly_once`) builds its
 own transactional producers from `producer_config` and uses `KafkaAdmin`.
 
-Contract of `Target.send`: it reports the outcome exactly once through ``on_done(None)`` or
-``on_done(exc)``, possibly from another thread, possibly before it returns.  Transient
+Contract of `Target.send` (one message) and `Target.send_run` (the messages of one source
+partition run, ``(value, partition or None, key or None)`` each): the outcome is reported
+exactly once -- for a run, once for all of it, failed if any message failed -- through
+``on_done(None)`` or ``on_done(exc)``, possibly from another thread, possibly before it
+returns.  Transient
 problems (broker down, timeouts, a rebuilt client) are reported through ``on_done``; only a
 condition retrying cannot cure raises `TargetError` synchronously.
 
@@ -37,21 +40,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from zkconsumer.errors import ConfigurationError, TargetError
 from zkconsumer.extras import require
 from zkconsumer.mirror.routing import murmur2_partition
 
-__all__ = ["DoneCallback", "KafkaAdmin", "KafkaTarget", "Target", "kafka_producer_options",
-           "producer_config"]
+__all__ = ["DoneCallback", "KafkaAdmin", "KafkaTarget", "RunItem", "Target",
+           "kafka_producer_options", "producer_config"]
 
 log = logging.getLogger(__name__)
 #: librdkafka's own log lines (connection refused, ...) go through Python logging, not stderr.
 LIBRDKAFKA_LOG = logging.getLogger("zkconsumer.mirror.librdkafka")
 
 DoneCallback = Callable[[BaseException | None], None]
+#: One message of a run: value, target partition (None = by key), key.
+RunItem = tuple[bytes, "int | None", "bytes | None"]
 
 _RESERVED = frozenset({"bootstrap.servers", "metadata.broker.list", "partitioner",
                        "transactional.id", "dr_cb", "dr_msg_cb", "on_delivery",
@@ -75,6 +80,7 @@ class Target(Protocol):
     def hash_partition(self, data: bytes, n: int) -> int: ...
     def send(self, topic: str, value: bytes, partition: int | None, key: bytes | None,
              on_done: DoneCallback) -> None: ...
+    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback) -> None: ...
     def flush(self, timeout: float) -> bool: ...
     def reset(self) -> None: ...
     def close(self, timeout: float = 5.0) -> None: ...
@@ -349,8 +355,76 @@ class KafkaTarget:
                 on_done(exc)  # transient (e.g. unknown partition): the engine retries
                 return
 
+    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback) -> None:
+        """The batch path: ``produce`` per message straight into librdkafka, one shared
+        countdown for the run's delivery reports (served by the poll thread)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        run = _RunCountdown(len(items), on_done, self.check_idempotence_error)
+        delivered = run.delivered
+        producer = self._producer
+        for i, (value, partition, key) in enumerate(items):
+            while True:
+                try:
+                    if producer is None:
+                        self.open()
+                        producer = self._producer
+                        continue
+                    producer.produce(topic, value, key, -1 if partition is None else partition,
+                                     on_delivery=delivered)
+                    break
+                except BufferError:
+                    producer.poll(0.05)  # queue full: let deliveries drain (backpressure)
+                except KafkaException as exc:
+                    err = exc.args[0]
+                    if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                        run.abandon(len(items) - i, exc)
+                        raise TargetError(
+                            f"target client refuses a {len(value)}-byte message for {topic}: "
+                            f"{err.str()} (raise target.message.max.bytes)") from exc
+                    run.abandon(len(items) - i, exc)  # transient: the engine retries the run
+                    return
+
     def flush(self, timeout: float) -> bool:
         producer = self._producer
         if producer is None:
             return True
         return int(producer.flush(timeout)) == 0
+
+
+class _RunCountdown:
+    """The delivery reports of one run, counted down to one ``on_done``."""
+
+    __slots__ = ("_check", "_error", "_lock", "_on_done", "_remaining")
+
+    def __init__(self, n: int, on_done: DoneCallback,
+                 check: Callable[[str, str], bool]) -> None:
+        self._remaining = n
+        self._error: BaseException | None = None
+        self._on_done = on_done
+        self._check = check
+        self._lock = threading.Lock()
+        if n == 0:
+            on_done(None)
+
+    def delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            from confluent_kafka import KafkaException
+
+            self._check(err.name(), err.str())
+            self._count(1, KafkaException(err))
+        else:
+            self._count(1, None)
+
+    def abandon(self, n: int, exc: BaseException) -> None:
+        """``n`` messages of the run were never handed to librdkafka: they failed."""
+        self._count(n, exc)
+
+    def _count(self, n: int, exc: BaseException | None) -> None:
+        with self._lock:
+            if exc is not None and self._error is None:
+                self._error = exc
+            self._remaining -= n
+            done = self._remaining == 0
+        if done:
+            self._on_done(self._error)

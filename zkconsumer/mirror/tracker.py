@@ -7,8 +7,10 @@ longest fully acknowledged prefix** -- the only message whose offset may be ackn
 0.7 group and committed to ZooKeeper.  A message acknowledged out of order (a later batch
 finishing first) waits until everything before it in that partition is acknowledged too.
 
-The window is bounded (``max_in_flight`` tracked entries, acknowledged-but-undrained ones
-included): `room` / `wait_for_room` let the pipeline stop polling the source when the target
+An entry may stand for several messages (its ``weight``: the at-least-once mirror tracks one
+entry per partition run of a poll, a few hundred messages, not one per message); the window
+and the drained counts are in messages.  The window is bounded (``max_in_flight`` tracked
+messages, acknowledged-but-undrained ones included): `room` / `wait_for_room` let the pipeline stop polling the source when the target
 is slow -- backpressure instead of unbounded memory.
 
 A failed delivery is never skipped: the entry stays in its partition as FAILED, which blocks
@@ -55,13 +57,15 @@ class EntryState(Enum):
 class Entry(Generic[M, R]):
     """One message in flight: the source message, where it goes, and its delivery state."""
 
-    __slots__ = ("attempt", "dropped", "error", "key", "message", "route", "size", "state")
+    __slots__ = ("attempt", "dropped", "error", "key", "message", "route", "size", "state",
+                 "weight")
 
-    def __init__(self, key: Hashable, message: M, route: R, size: int) -> None:
+    def __init__(self, key: Hashable, message: M, route: R, size: int, weight: int = 1) -> None:
         self.key = key
         self.message = message
         self.route = route
         self.size = size
+        self.weight = weight
         self.state = EntryState.PENDING
         self.error: BaseException | None = None
         self.attempt = 0
@@ -87,19 +91,21 @@ class AckTracker(Generic[M, R]):
 
     # -- producer side (the mirror loop) ------------------------------------------------------
 
-    def add(self, key: Hashable, message: M, route: R, size: int = 0) -> Entry[M, R]:
-        """Track a message about to be sent; returns the entry whose attempt the callbacks name.
+    def add(self, key: Hashable, message: M, route: R, size: int = 0,
+            weight: int = 1) -> Entry[M, R]:
+        """Track ``weight`` messages about to be sent as one entry (completed or failed as
+        one); returns the entry whose attempt the callbacks name.
 
         Never blocks: the caller checks `room` first (a rebalance may legitimately overshoot
         the window by one poll batch).
         """
-        entry: Entry[M, R] = Entry(key, message, route, size)
+        entry: Entry[M, R] = Entry(key, message, route, size, weight)
         with self._cond:
             q = self._parts.get(key)
             if q is None:
                 q = self._parts[key] = deque()
             q.append(entry)
-            self._tracked += 1
+            self._tracked += weight
             self._pending += 1
         return entry
 
@@ -151,7 +157,7 @@ class AckTracker(Generic[M, R]):
                 count = size = 0
                 while q and q[0].state is EntryState.DONE:
                     last = q.popleft()
-                    count += 1
+                    count += last.weight
                     size += last.size
                 if last is not None:
                     out[key] = Drained(last.message, count, size)
@@ -229,7 +235,7 @@ class AckTracker(Generic[M, R]):
                         self._pending -= 1
                     elif e.state is EntryState.FAILED:
                         self._failed -= 1
-                dropped += len(q)
+                    dropped += e.weight
             self._tracked -= dropped
             self._cond.notify_all()
         return dropped
@@ -238,7 +244,7 @@ class AckTracker(Generic[M, R]):
 
     @property
     def in_flight(self) -> int:
-        """Tracked entries (sent and not yet drained), the window's fill level."""
+        """Tracked messages (sent and not yet drained), the window's fill level."""
         with self._cond:
             return self._tracked
 
