@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,32 +50,35 @@ def _alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def _stubborn(tmp_path: Path, name: str = "stubborn") -> tuple[str, Path]:
-    pids = tmp_path / f"{name}.pids"
-    script = tmp_path / f"{name}.sh"
-    script.write_text(STUBBORN.format(pids=pids, seen=tmp_path / "seen.txt"))
-    return f"exec sh '{script}'", pids  # the group leader itself ignores SIGTERM
-
-
-def _pids(path: Path) -> list[int]:
-    wait_until(lambda: path.exists() and len(path.read_text().split()) == 2,
-               what="the child wrote its pids")
-    return [int(p) for p in path.read_text().split()]
+def _run_stubborn(tmp_path: Path, zk_connect: str, shutdown_timeout: float,
+                  n: int) -> tuple[DaemonProcess, int, int]:
+    """A member whose exec child is `STUBBORN`, after it was handed all ``n`` messages of
+    "ev": (the daemon, the child's shell pid, its ``sleep`` pid)."""
+    pids, seen = tmp_path / "stubborn.pids", tmp_path / "seen.txt"
+    script = tmp_path / "stubborn.sh"
+    script.write_text(STUBBORN.format(pids=pids, seen=seen))
+    d = DaemonProcess(tmp_path, zk_connect, "g", [
+        "--topic", "ev", "--exec", f"exec sh '{script}'",  # the group leader ignores SIGTERM
+        "--shutdown-timeout", str(shutdown_timeout)])
+    try:
+        d.wait_stable()
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2,
+                   what="the child wrote its pids")
+        wait_until(lambda: seen.exists() and len(seen.read_bytes().splitlines()) == n,
+                   what=f"all {n} messages handed to the child")
+    except BaseException:
+        d.close()
+        raise
+    shell, sleeper = (int(p) for p in pids.read_text().split())
+    return d, shell, sleeper
 
 
 def test_sigterm_ends_a_stubborn_child_and_its_child_within_the_shutdown_timeout(
         tmp_path: Path, dev_broker: Any, zk_connect: str) -> None:
     dev_broker(num_partitions=2)
     produce(zk_connect, "ev", values("s", 50))
-    cmd, pid_file = _stubborn(tmp_path)
-    d = DaemonProcess(tmp_path, zk_connect, "g", [
-        "--topic", "ev", "--exec", cmd, "--shutdown-timeout", str(SHUTDOWN_TIMEOUT)])
+    d, shell, sleeper = _run_stubborn(tmp_path, zk_connect, SHUTDOWN_TIMEOUT, 50)
     try:
-        d.wait_stable()
-        shell, sleeper = _pids(pid_file)
-        seen = tmp_path / "seen.txt"
-        wait_until(lambda: seen.exists() and len(seen.read_bytes().splitlines()) == 50,
-                   what="all 50 messages handed to the child")
         assert _alive(shell) and _alive(sleeper)
         started = time.monotonic()
         d.send_signal(signal.SIGTERM)
@@ -93,12 +97,8 @@ def test_a_second_sigterm_exits_at_once_and_takes_the_child_along(
         tmp_path: Path, dev_broker: Any, zk_connect: str) -> None:
     dev_broker(num_partitions=1)
     produce(zk_connect, "ev", values("s", 10))
-    cmd, pid_file = _stubborn(tmp_path)
-    d = DaemonProcess(tmp_path, zk_connect, "g", [
-        "--topic", "ev", "--exec", cmd, "--shutdown-timeout", "30"])
+    d, shell, sleeper = _run_stubborn(tmp_path, zk_connect, 30.0, 10)
     try:
-        d.wait_stable()
-        shell, sleeper = _pids(pid_file)
         d.send_signal(signal.SIGTERM)
         wait_until(lambda: "did not exit after stdin EOF" in d.log or "stopping" in d.log,
                    what="the stop began")
@@ -126,7 +126,7 @@ def test_killing_the_sh_wrapper_is_noticed_and_the_command_restarted(
     script.write_text(CHILD)
     out = tmp_path / "seen.txt"
     # a command list keeps /bin/sh as the parent of python (no exec optimisation)
-    cmd = f"tee -a '{out}' | '{os.sys.executable}' -u '{script}'; true"
+    cmd = f"tee -a '{out}' | '{sys.executable}' -u '{script}'; true"
     d = DaemonProcess(tmp_path, zk_connect, "g", [
         "--topic", "ev", "--exec", cmd, "--restart-backoff", "0.05"])
     try:
