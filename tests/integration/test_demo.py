@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,8 @@ def test_demo_runs_and_verifies(tmp_path: Path) -> None:
     assert "verified: all " in out and " produced messages were consumed" in out
     assert out.count("exited with status 0") == 2
     assert "group demo-group: 2 member(s)" in out  # the assignment was shown
+    # the monitor's one-shot evaluation of the group: OK, 2 members, 8 partitions
+    assert re.search(r"\n    demo-group +OK +2 +8 ", out) and "(exit status 0)" in out, out
     # --keep left the daemons' outputs; together they hold every sample message
     written = set()
     for name in ("consumer-1.txt", "consumer-2.txt"):

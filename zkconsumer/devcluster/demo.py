@@ -7,7 +7,9 @@
 3. start two ``zkconsumer run`` daemons (real subprocesses) in one group, each appending to
    its own ``--output`` file, and show the assignment with ``zkconsumer group describe``;
 4. show messages flowing (count per daemon, sample lines), produce the second half while they
-   run, and verify that **every produced message was consumed**;
+   run, and verify that **every produced message was consumed**; then print what
+   ``zkconsumer monitor --once`` says of the group (with ``--monitor-port`` the monitor also
+   serves its page during the whole demo, and ``--hold`` keeps everything running for it);
 5. stop everything cleanly: SIGTERM to the daemons (they commit and leave the group), then the
    brokers and ZooKeeper.  Exit status 0 only if the verification passed and every daemon
    exited 0.
@@ -22,12 +24,14 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -57,10 +61,13 @@ examples:
   zkconsumer demo
   zkconsumer demo --messages 10000 --timeout 90
   zkconsumer demo --dir /tmp/zkc-demo --keep     (then look at the logs and output files)
+  zkconsumer demo --monitor-port 8470 --hold     (the monitor's page on the demo cluster,
+                                                  open until Ctrl-C)
 
 exit status: 0 every produced message was consumed and every daemon stopped cleanly,
 1 verification failed, a daemon exited non-zero or an error (e.g. no Java), 2 usage,
-130 interrupted (Ctrl-C; the cluster is stopped first)
+130 interrupted (Ctrl-C; the cluster is stopped first; with --hold, Ctrl-C after the
+verification is the normal end and the status is the verification's)
 """
 
 
@@ -74,6 +81,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="keep the work directory (logs, broker data, consumer output)")
     parser.add_argument("--timeout", type=float, default=40.0, metavar="S",
                         help="give up waiting for the consumers after S seconds (default 40)")
+    parser.add_argument("--monitor-port", type=int, metavar="P",
+                        help="also run `zkconsumer monitor` on the cluster with its page on "
+                             "http://127.0.0.1:P/ (0 = any free port; default: no page, "
+                             "only the one-shot evaluation at the end)")
+    parser.add_argument("--hold", action="store_true",
+                        help="after verifying, keep the cluster, the daemons and the monitor "
+                             "running until Ctrl-C (to look at the page)")
 
 
 def _say(text: str = "") -> None:
@@ -123,8 +137,10 @@ class _Daemon:
         self.argv = _zkconsumer("run", "--zk", zk, "--group", GROUP, "--topic", TOPIC,
                                 "--output", str(self.output),
                                 "--set", "autocommit.interval.ms=500")
+        # own session: a Ctrl-C in the terminal reaches only the demo, which stops the
+        # daemons in order (SIGTERM: commit and leave) -- the normal end of --hold
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=self._log,
-                                     env=_env())
+                                     env=_env(), start_new_session=True)
 
     def stable(self) -> bool:
         if self.proc.poll() is not None:
@@ -212,12 +228,21 @@ def main(args: argparse.Namespace) -> int:
                              topic_partitions={TOPIC: PARTITIONS_PER_BROKER})
         cluster.start()
         daemons: list[_Daemon] = []
+        monitor: _Monitor | None = None
         status = 1
         try:
             _say(f"zookeeper: {cluster.zk_connect}")
             _say(f"brokers:   {cluster.broker_list}")
+            if args.monitor_port is not None:
+                monitor = _Monitor(workdir, cluster.zk_connect, args.monitor_port,
+                                   args.timeout)
             status = _run(args, cluster, workdir, daemons)
+            _evaluate(cluster.zk_connect)
+            if args.hold:
+                _hold(monitor)
         finally:
+            if monitor is not None:
+                monitor.stop()
             _step(6, "shut down: SIGTERM the daemons, then the brokers and ZooKeeper")
             for d in daemons:
                 rc = d.stop()
@@ -285,6 +310,64 @@ def _run(args: argparse.Namespace, cluster: DevCluster, workdir: Path,
     _say(f"verified: all {len(expected)} produced messages were consumed "
          f"({dups} duplicates)")
     return 0
+
+
+class _Monitor:
+    """``zkconsumer monitor`` on the demo cluster, serving its page while the demo runs."""
+
+    def __init__(self, workdir: Path, zk: str, port: int, timeout: float) -> None:
+        self.log_path = workdir / "monitor.log"
+        self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        argv = _zkconsumer("monitor", "--zk", zk, "--port", str(port), "--interval", "2",
+                           "--window", "5")
+        _say("$ zkconsumer " + " ".join(shlex.quote(a) for a in argv[3:]) + " &")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log,
+                                     env=_env(), start_new_session=True)
+        self.url = _wait(self._url, timeout, "the monitor's page")
+        _say(f"monitor page: {self.url} (JSON: {self.url}v1/groups, Prometheus: "
+             f"{self.url}metrics)")
+
+    def _url(self) -> str | None:
+        if self.proc.poll() is not None:
+            raise ZkConsumerError(f"demo: the monitor exited with {self.proc.returncode}; "
+                                  f"see {self.log_path}")
+        found = re.search(r"serving (http://\S+/) ", self.log_path.read_text(errors="replace"))
+        return found.group(1) if found else None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def _evaluate(zk: str) -> None:
+    """The monitor's one-shot evaluation of the demo group (exit 0 = OK, 1 warn, 2 bad)."""
+    argv = _zkconsumer("monitor", "--zk", zk, "--groups", f"^{GROUP}$", "--once")
+    _say("the monitor's evaluation of the group (Burrow-style; docs/operations.md, "
+         "\"Monitor\"):")
+    _say("$ zkconsumer " + " ".join(shlex.quote(a) for a in argv[3:]))
+    out = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
+    text = out.stdout.rstrip() or out.stderr.rstrip()
+    _say("\n".join("    " + line for line in text.splitlines()))
+    _say(f"    (exit status {out.returncode})")
+
+
+def _hold(monitor: _Monitor | None) -> None:
+    where = f"; the monitor's page is {monitor.url}" if monitor is not None else ""
+    _say(f"\nholding the cluster and the daemons{where} -- Ctrl-C to shut down")
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        _say("")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _owners_settled(session: ZkSession, daemons: list[_Daemon]) -> bool:
