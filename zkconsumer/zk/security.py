@@ -226,6 +226,10 @@ class ZkSecurity:
                                       "password": self.password_text()}
         if self.digest_user:
             kw["auth_data"] = [("digest", f"{self.digest_user}:{self.password_text()}")]
+        if self.acl is ZkAcl.CREATOR:
+            # for creates that do not go through `acl_for` (pipelined bulk creates): the
+            # strict ACL, never a more open one than asked for
+            kw["default_acl"] = list(CREATOR_ALL_ACL) + list(READ_ACL_UNSAFE)
         return kw
 
     def acl_for(self, path: str, *, container: bool) -> list[ACL]:
