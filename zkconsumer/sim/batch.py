@@ -33,6 +33,7 @@ class Summary:
     ops: list[int] = field(default_factory=list)
     duplicates: int = 0
     duplicate_age: float = 0.0
+    scala_stale: int = 0
     zombie: int = 0
     scala_zombie: int = 0
     scala_gave_up: int = 0
@@ -49,6 +50,7 @@ class Summary:
         self.ops.extend(outcome.ops)
         self.duplicates += outcome.duplicates
         self.duplicate_age = max(self.duplicate_age, outcome.duplicate_age)
+        self.scala_stale += outcome.scala_stale
         self.zombie += outcome.zombie
         self.scala_zombie += outcome.scala_zombie
         self.scala_gave_up += outcome.scala_gave_up

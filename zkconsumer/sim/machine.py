@@ -106,7 +106,7 @@ class MachineMember:
         self.closing = False
         self.health = False
         self._timers: dict[TimerName, float] = {}
-        self._added: dict[Key, None] = {}
+        self._added: dict[Key, int] = {}  # key -> the claim's feed epoch (-1: parked)
         self._sent: dict[int, tuple[Any, float]] = {}  # req -> (request, retry deadline)
         self._rebalance_from: int | None = None
 
@@ -175,8 +175,10 @@ class MachineMember:
             return
         self._handle(reply)
 
-    def _on_ack(self, key: Key, offset: int) -> None:
-        if key in self._added:
+    def _on_ack(self, key: Key, offset: int, epoch: int) -> None:
+        # Only acks of messages handed out under the current claim: one from before a
+        # drop and re-claim of the partition is stale (production: PartitionState.claim).
+        if self._added.get(key) == epoch:
             self._handle(Acked(key[0], key[1], offset))
 
     def _timer(self, name: TimerName, at: float) -> None:
@@ -204,9 +206,9 @@ class MachineMember:
             self.feed.resume()
         elif isinstance(command, AddPartitions):
             for p in command.partitions:
-                self._added[p.key] = None
+                self._added[p.key] = -1
                 if p.error is None:
-                    self.feed.add(p.key, 0 if p.offset is None else p.offset)
+                    self._added[p.key] = self.feed.add(p.key, 0 if p.offset is None else p.offset)
         elif isinstance(command, RevokePartitions):
             for key in command.keys:
                 self.feed.revoke(key)

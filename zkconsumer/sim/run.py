@@ -64,6 +64,7 @@ class Outcome:
     ops: list[int] = field(default_factory=list)
     duplicates: int = 0
     duplicate_age: float = 0.0
+    scala_stale: int = 0
     zombie: int = 0
     scala_zombie: int = 0
     scala_gave_up: int = 0
@@ -229,6 +230,7 @@ def _run(world: World, spec: Spec) -> Outcome:
     outcome.ops = [n for m in members for n in m.rebalance_ops]
     outcome.duplicates = checker.duplicates
     outcome.duplicate_age = checker.duplicate_age
+    outcome.scala_stale = len(checker.scala_stale)
     outcome.zombie = checker.zombie
     outcome.scala_zombie = checker.scala_zombie
     outcome.sim_s = loop.now

@@ -388,7 +388,7 @@ class ScalaMember:
         self.feed.start()
         return True
 
-    def _consumed(self, key: Key, offset: int) -> None:
+    def _consumed(self, key: Key, offset: int, epoch: int) -> None:
         info = self.fetching.get(key)
         if info is not None and offset > info.consumed:
             info.consumed = offset

@@ -99,7 +99,7 @@ class Feed:
     """
 
     def __init__(self, loop: Loop, cluster: Cluster, proc: Process, name: str,
-                 observer: Observer, on_ack: Callable[[Key, int], None], *,
+                 observer: Observer, on_ack: Callable[[Key, int, int], None], *,
                  ack_delay: tuple[float, float] | None) -> None:
         self.loop = loop
         self.cluster = cluster
@@ -114,10 +114,17 @@ class Feed:
         self.paused = False
         self._ticking = False
         self._acks_at: dict[Key, float] = {}
+        self._epoch = 0
+        self.epochs: dict[Key, int] = {}
 
-    def add(self, key: Key, offset: int) -> None:
+    def add(self, key: Key, offset: int) -> int:
+        """Start serving ``key`` from ``offset``; returns the claim's epoch (acks carry it,
+        so an ack of a message handed out under an earlier claim can be told apart)."""
         self.positions[key] = offset
         self.revoked.pop(key, None)
+        self._epoch += 1
+        self.epochs[key] = self._epoch
+        return self._epoch
 
     def revoke(self, key: Key) -> None:
         if key in self.positions:
@@ -174,18 +181,19 @@ class Feed:
                 found = True
                 self.positions[key] = end
                 self.observer.delivered(self.name, key, pos, end)
+                epoch = self.epochs[key]
                 if self.ack_delay is None:
                     self.observer.acked(key, pos, end)
-                    self.on_ack(key, end)
+                    self.on_ack(key, end, epoch)
                 else:  # the application processes a partition in order
                     when = max(self.loop.now + rng.uniform(*self.ack_delay),
                                self._acks_at.get(key, 0.0))
                     self._acks_at[key] = when
-                    self.loop.at(when, self._ack, key, pos, end, proc=self.proc)
+                    self.loop.at(when, self._ack, key, pos, end, epoch, proc=self.proc)
         self._ticking = True
         self.loop.after(self.loop.rng.uniform(0.02, 0.12) if found else FETCH_BACKOFF,
                         self._tick, proc=self.proc)
 
-    def _ack(self, key: Key, start: int, end: int) -> None:
+    def _ack(self, key: Key, start: int, end: int, epoch: int) -> None:
         self.observer.acked(key, start, end)
-        self.on_ack(key, end)
+        self.on_ack(key, end, epoch)

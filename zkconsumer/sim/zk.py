@@ -116,8 +116,10 @@ class ZooKeeper:
         self.child_watches: dict[str, dict[int, None]] = {}
         self.exist_watches: dict[str, dict[int, WatchKind]] = {}
         self.expired: list[tuple[float, int]] = []
-        #: Called with (path, data) after every successful create or data change.
+        #: Called with (path, data) after every successful create or data change; ``writer``
+        #: is then the session id that made it.
         self.on_write: Callable[[str, bytes | None], None] | None = None
+        self.writer = 0
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -205,6 +207,7 @@ class ZooKeeper:
     def execute(self, sid: int, req: ZkRequest) -> ZkReply:
         """Apply one request on behalf of session ``sid`` and return its answer."""
         self.requests += 1
+        self.writer = sid
         session = self.sessions.get(sid)
         if session is None or not session.alive:
             return ZkReply(req.req, ZkError.SESSION_EXPIRED)
