@@ -200,6 +200,57 @@ def test_inflight_drain_and_bounded_close(tmp_path: Path) -> None:
     assert sink.tracker.take() == []
 
 
+def _alive(pid: int) -> bool:
+    """A live process (a killed zombie not reaped yet does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_close_ends_a_child_that_ignores_sigterm_and_its_child_within_the_timeout(
+        tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    sink = ExecSink(AckTracker(), f"exec sh -c 'trap \"\" TERM; sleep 300 & echo $$ $! > {pids}; "
+                                  "cat >/dev/null; wait'")
+    sink.start()
+    wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, what="pids")
+    shell, sleeper = (int(p) for p in pids.read_text().split())
+    started = time.monotonic()
+    sink.close(1.0)  # EOF, SIGTERM (ignored), SIGKILL of the group: all inside 1 s
+    assert time.monotonic() - started < 1.2
+    assert not _alive(shell) and not _alive(sleeper)
+
+
+def test_a_killed_shell_ends_its_group_and_is_restarted(tmp_path: Path) -> None:
+    # "; true" keeps /bin/sh as the parent of python: killing sh alone leaves python behind
+    sink, rec = _sink(tmp_path, ACK_EACH)
+    sink.command += "; true"
+    sink.start()
+    try:
+        sink.submit(make_messages(3))
+        wait_until(lambda: sink.tracker.acked_messages == 3, what="first acks")
+        shell = sink.child_pid
+        assert shell is not None
+        group = [int(p) for p in os.listdir("/proc") if p.isdigit() and _pgid(int(p)) == shell]
+        os.kill(shell, signal.SIGKILL)
+        wait_until(lambda: sink.restarts == 1, what="the dead shell noticed")
+        wait_until(lambda: not any(_alive(p) for p in group), what="its group gone")
+        sink.submit(make_messages(2, start=1000))
+        wait_until(lambda: sink.tracker.acked_messages == 5, what="the new child acks")
+    finally:
+        sink.close(2.0)
+    assert len(rec.read_bytes().splitlines()) == 5  # each message once: all were acked
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def test_drain_waits_for_acks(tmp_path: Path) -> None:
     sink, _ = _sink(tmp_path, ACK_EACH)
     sink.start()
