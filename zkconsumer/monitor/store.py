@@ -2,10 +2,11 @@
 
 In memory always; with ``path`` also in a small SQLite file, so a restarted monitor evaluates
 with the history it had (a STALL stays a STALL across a restart instead of needing a fresh
-window).  What it holds: ``keep`` samples per partition (one row each, ~60 bytes) and ``keep``
-(time, total lag) points per group -- ``--history 240`` at ``--interval 30`` is two hours;
-500 groups x 100 partitions then hold 12 million rows (~700 MB), so large clusters keep the
-file off or the history short.  Older rows are deleted at every poll.
+window).  What it holds: ``keep`` samples per partition (one row each, ~100 bytes with the
+index, measured) and ``keep`` (time, total lag) points per group -- ``--history 240`` at
+``--interval 30`` is two hours; 500 groups x 100 partitions then hold 12 million rows
+(~1.2 GB), so large clusters keep the file off or the history short.  Older rows are
+deleted at every poll.
 
 Invariants: a group or partition that disappears from a poll is forgotten (memory and file)
 -- its history would otherwise grow stale forever; samples are appended in poll order, so
