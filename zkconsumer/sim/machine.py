@@ -8,10 +8,11 @@ application acknowledges each delivered batch after 10 ms-1 s (`Acked`), and ans
 ``on_revoked`` at once (`Done`).  The manual it follows is the docstrings of
 `zkconsumer.consumer.member_events` and `zkconsumer.consumer.member_commands`.
 
-Like the production driver, a request answered ``CONNECTION_LOSS`` or ``SESSION_EXPIRED``
-may be retried until ``zk.sessiontimeout.ms + zk.connectiontimeout.ms`` have passed (after
-reconnecting, possibly on a *new* session) before the machine is told; which requests are
-retried is seeded, so both outcomes the contract allows happen.
+Like the production driver (`zkconsumer.zk.session.ZkSession._op`), a request answered
+``CONNECTION_LOSS`` may be sent again after a backoff (0.05 s doubling to 1 s) until
+``zk.sessiontimeout.ms + zk.connectiontimeout.ms`` have passed -- after reconnecting,
+possibly on a *new* session -- before the machine is told; ``SESSION_EXPIRED`` is answered
+at once.  Which requests are retried is seeded, so both outcomes the contract allows happen.
 
 If ``handle`` raises (an illegal transition, a bug), the checker fails the schedule with
 the machine's error: that is a finding, not a crash of the simulator.
@@ -72,7 +73,6 @@ from zkconsumer.zk.paths import TopicCount, consumer_ids_path, topic_path
 __all__ = ["MachineMember"]
 
 _REQUESTS = (GetData, GetChildren, Exists, Create, SetData, Delete, Multi)
-_RETRIED = (ZkError.CONNECTION_LOSS, ZkError.SESSION_EXPIRED)
 
 
 class MachineMember:
@@ -107,7 +107,8 @@ class MachineMember:
         self.health = False
         self._timers: dict[TimerName, float] = {}
         self._added: dict[Key, int] = {}  # key -> the claim's feed epoch (-1: parked)
-        self._sent: dict[int, tuple[Any, float]] = {}  # req -> (request, retry deadline)
+        # req -> (request, retry deadline, attempts so far)
+        self._sent: dict[int, tuple[Any, float, int]] = {}
         self._rebalance_from: int | None = None
 
     # -- Member --------------------------------------------------------------------------------
@@ -168,10 +169,14 @@ class MachineMember:
         sent = self._sent.pop(reply.req, None)
         if sent is None:
             return
-        request, deadline = sent
-        if reply.error in _RETRIED and self.loop.now < deadline and not self.exited:
-            self._sent[reply.req] = sent
-            self.client.submit(request)  # waits for the reconnect, maybe a new session
+        request, deadline, attempt = sent
+        if (reply.error is ZkError.CONNECTION_LOSS and not self.exited
+                and self.loop.now < deadline):
+            # zk.session._op: back off 0.05 s doubling to 1 s, then send it again -- after a
+            # reconnect, which may be on a new session if the old one expired meanwhile
+            self._sent[reply.req] = (request, deadline, attempt + 1)
+            delay = min(1.0, 0.05 * 2 ** attempt) * self.loop.rng.uniform(0.5, 1.0)
+            self.loop.after(delay, self.client.submit, request, proc=self.proc)
             return
         self._handle(reply)
 
@@ -193,7 +198,8 @@ class MachineMember:
             self.loop.log(self.consumer_id[-8:], f"-> {command}")
         if isinstance(command, _REQUESTS):
             retry = self.loop.rng.random() < 0.5
-            self._sent[command.req] = (command, self.loop.now + self.retry_for if retry else 0.0)
+            self._sent[command.req] = (command, self.loop.now + self.retry_for if retry else 0.0,
+                                       0)
             self.client.submit(command)
         elif isinstance(command, SetTimer):
             self._timers[command.name] = command.at
