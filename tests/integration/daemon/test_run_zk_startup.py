@@ -50,7 +50,7 @@ def _metrics_port(d: DaemonProcess) -> int:
     def find() -> int | None:
         m = re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", d.log)
         return int(m.group(1)) if m else None
-    return wait_until(find, what="metrics port in the log")
+    return wait_until(find, timeout=60, what="metrics port in the log")
 
 
 def test_run_waits_for_zookeeper_then_joins_and_consumes(
@@ -64,7 +64,7 @@ def test_run_waits_for_zookeeper_then_joins_and_consumes(
     try:
         metrics = _metrics_port(d)
         wait_until(lambda: _attempts(d.log) >= 2 or d.proc.poll() is not None,
-                   what="two logged attempts")
+                   timeout=60, what="two logged attempts")
         assert d.proc.poll() is None, d.log  # still trying, not exited
         status, body = get(f"http://127.0.0.1:{metrics}/healthz")
         assert status == 503 and body.startswith("not connected to ZooKeeper: cannot connect "
@@ -78,7 +78,7 @@ def test_run_waits_for_zookeeper_then_joins_and_consumes(
         wait_until(lambda: len(read_lines(out)) >= 300, timeout=60, what="300 messages written")
         assert sorted(read_lines(out)) == values("z", 300)  # each once, none lost
         wait_until(lambda: get(f"http://127.0.0.1:{metrics}/healthz") == (200, "ok\n"),
-                   what="healthy once joined")
+                   timeout=30, what="healthy once joined")
         assert d.stop() == 0, d.log
     finally:
         d.close()
