@@ -33,6 +33,7 @@ from zkconsumer.errors import (
 )
 from zkconsumer.producer.config import ProducerConfig
 from zkconsumer.producer.producer import Producer
+from zkconsumer.producer.topics import create_on_every_broker
 from zkconsumer.properties import load_properties, parse_settings
 from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 
@@ -51,6 +52,7 @@ A summary goes to stderr at the end.
 examples:
   echo hello | zkconsumer produce --zk zk1:2181/kafka --topic events
   zkconsumer produce --zk zk1:2181/kafka --topic events --key-separator $'\\t' < keyed.tsv
+  zkconsumer produce --zk zk1:2181/kafka --topic new-topic --create-topic --key-separator , < f
   zkconsumer produce --broker-list 0:kafka1:9092 --topic events --compression gzip --confirm < f
   zkconsumer produce --config producer.properties --topic events --async --set queue.time=100 < f
 
@@ -70,6 +72,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topic", required=True, help="the topic to send to")
     parser.add_argument("--key-separator", metavar="SEP",
                         help="text input: split each line into KEY SEP VALUE")
+    parser.add_argument("--create-topic", action="store_true",
+                        help="first create the topic on every live broker that lacks it "
+                             "(an empty produce to its partition 0), so keyed messages spread "
+                             "over all brokers: 0.7 keeps a topic on the brokers that got it "
+                             "first; needs --zk")
     parser.add_argument("--compression", choices=["none", "gzip", "snappy"],
                         help="compression.codec (default none)")
     parser.add_argument("--confirm", action="store_true",
@@ -148,6 +155,8 @@ def main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     producer = Producer(config)
     try:
+        if args.create_topic:
+            create_on_every_broker(producer, args.topic)
         pending: list[bytes] = []
 
         def send(messages: list[bytes], key: bytes | None = None) -> None:

@@ -56,6 +56,7 @@ from zkconsumer.producer.pool import ConnectionPool
 from zkconsumer.producer.queue import Chunk, SendQueue
 from zkconsumer.producer.sender import Dispatcher, Failure
 from zkconsumer.producer.stats import ProducerStats
+from zkconsumer.producer.topics import spread_warning
 from zkconsumer.protocol import Compression, encode_message_set, validate_topic
 from zkconsumer.zk.session import ZkSession
 
@@ -90,6 +91,7 @@ class Producer:
         self.stats = ProducerStats()
         self._on_error = on_error
         self._valid_topics: set[str] = set()
+        self._spread_checked: set[str] = set()  # topics a keyed send checked (spread_warning)
         self._max_size = config.max_message_size
         self._closed = False
         self._failed_lock = threading.Lock()
@@ -135,6 +137,11 @@ class Producer:
             return
         if key is not None and not isinstance(key, (str, bytes)):
             raise TypeError(f"key must be str, bytes or None, not {type(key).__name__}")
+        if key is not None and topic not in self._spread_checked:
+            self._spread_checked.add(topic)
+            warning = spread_warning(self._view, topic)
+            if warning is not None:
+                log.warning("%s", warning, extra={"event": "topic_not_spread", "topic": topic})
         self._check_sizes(topic, payloads)
         chunk = Chunk(topic, key, payloads)
         if self._queue is None:
@@ -197,6 +204,11 @@ class Producer:
     def partitions_for(self, topic: str) -> list[BrokerPartition]:
         """The partition list ``send`` currently routes ``topic`` over (numeric order)."""
         return list(self._view.partitions(topic))
+
+    def refresh(self) -> None:
+        """Re-read brokers and topic partitions from ZooKeeper soon (watches do it anyway;
+        this is for a caller that just changed them, e.g. `create_on_every_broker`)."""
+        self._view.request_refresh()
 
     @property
     def zk_session(self) -> ZkSession | None:

@@ -111,6 +111,7 @@ class WriteOptions:
     compression: Compression = Compression.NONE
     batch_size: int = 200
     zk_security: ZkSecurity = field(default_factory=ZkSecurity)
+    create_topic: bool = False  # createTopic: spread each topic over every live broker first
 
 
 def parse_brokers(text: str, option: str = "brokers") -> dict[int, tuple[str, int]]:
@@ -309,6 +310,10 @@ def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
     codecs = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY}
     if codec not in codecs:
         raise ConfigurationError(f"option compression: {codec!r} is not none, gzip or snappy")
+    create_topic = _bool(opts, "createTopic", False)
+    if create_topic and not zk:
+        raise ConfigurationError("option createTopic needs zookeeper.connect (with brokers the "
+                                 "writer routes over every listed broker already)")
     return WriteOptions(
         zk_connect=zk,
         brokers=parse_brokers(brokers_text) if brokers_text else {},
@@ -316,6 +321,7 @@ def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
         compression=codecs[codec],
         batch_size=_int(opts, "batchSize", 200),
         zk_security=_zk_security(opts),
+        create_topic=create_topic,
     )
 
 

@@ -44,6 +44,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.producer import Producer, ProducerConfig
+from zkconsumer.producer.topics import create_on_every_broker
 from zkconsumer.protocol import default_partition
 from zkconsumer.spark.options import WriteOptions
 
@@ -98,13 +99,24 @@ class Kafka07Writer(DataSourceArrowWriter):  # type: ignore[misc]
         rows = size = 0
         topics: Counter[str] = Counter()
         producer = self._producer()
+        spread: set[str] = set()  # topics created on every live broker (createTopic)
+
+        def ensure(topic: str) -> None:
+            if self.opts.create_topic and topic not in spread:
+                create_on_every_broker(producer, topic)  # before its first row is routed
+                spread.add(topic)
+
+        def partitions(topic: str) -> int:
+            ensure(topic)
+            return len(producer.partitions_for(topic))
+
         try:
             for batch in iterator:
                 # Validate the whole batch (null values, missing topics) before sending any of
                 # it: a bad row must not leave the rows before it produced by a failing task.
-                runs = _groups(batch, self.opts.topic, self.opts.batch_size,
-                               lambda t: len(producer.partitions_for(t)))
+                runs = _groups(batch, self.opts.topic, self.opts.batch_size, partitions)
                 for topic, key, values in runs:
+                    ensure(topic)
                     producer.send(topic, values, key=key)
                     rows += len(values)
                     size += sum(map(len, values))
