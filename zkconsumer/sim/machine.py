@@ -37,6 +37,7 @@ from zkconsumer.consumer.member_commands import (
     NotifyRevoked,
     NotifyState,
     PauseDelivery,
+    ReportHealth,
     ResumeDelivery,
     RevokePartitions,
     SetData,
@@ -110,6 +111,7 @@ class MachineMember:
         # req -> (request, retry deadline, attempts so far)
         self._sent: dict[int, tuple[Any, float, int]] = {}
         self._rebalance_from: int | None = None
+        self._runners = self._runner_table()
 
     # -- Member --------------------------------------------------------------------------------
 
@@ -196,53 +198,69 @@ class MachineMember:
     def _execute(self, command: Command) -> None:
         if self.loop.tracing:
             self.loop.log(self.consumer_id[-8:], f"-> {command}")
-        if isinstance(command, _REQUESTS):
-            retry = self.loop.rng.random() < 0.5
-            self._sent[command.req] = (command, self.loop.now + self.retry_for if retry else 0.0,
-                                       0)
-            self.client.submit(command)
-        elif isinstance(command, SetTimer):
-            self._timers[command.name] = command.at
-            self.loop.at(command.at, self._timer, command.name, command.at, proc=self.proc)
-        elif isinstance(command, CancelTimer):
-            self._timers.pop(command.name, None)
-        elif isinstance(command, PauseDelivery):
-            self.feed.pause()
-        elif isinstance(command, ResumeDelivery):
-            self.feed.resume()
-        elif isinstance(command, AddPartitions):
-            for p in command.partitions:
-                self._added[p.key] = -1
-                if p.error is None:
-                    self._added[p.key] = self.feed.add(p.key, 0 if p.offset is None else p.offset)
-        elif isinstance(command, RevokePartitions):
-            for key in command.keys:
-                self.feed.revoke(key)
-        elif isinstance(command, DropPartitions):
-            for key in command.keys:
-                self._added.pop(key, None)
-                self.feed.remove(key)
-        elif isinstance(command, StopFetchers):
-            self.feed.stop()
-        elif isinstance(command, StartFetchers):
-            self.feed.start()
-        elif isinstance(command, NotifyState):
-            self._count_rebalance(command.state)
-        elif isinstance(command, NotifyRevoked):
-            self.loop.at(self.loop.now, self._handle, Done(command.req), proc=self.proc)
-        elif isinstance(command, StartDone):
-            if command.error is not None:
-                if not self.closing:  # start() raises to the application, which exits
-                    self.gave_up += 1
-                self.loop.at(self.loop.now, self.kill, proc=self.proc)
-        elif isinstance(command, CloseSession):
-            self.exited = True
-            self.feed.stop()
-            self.client.close()
-            self.loop.kill(self.proc)
-        elif type(command).__name__ == "ReportHealth":
-            self.health = bool(getattr(command, "watches_armed", False))
+        run = self._runners.get(type(command))
+        if run is not None:
+            run(command)
         # NotifyAssigned, RecordCommitted, CommitDone, AssignmentChecked: nothing to do here
+
+    def _runner_table(self) -> dict[type, Any]:
+        table: dict[type, Any] = dict.fromkeys(_REQUESTS, self._request)
+        table.update({
+            SetTimer: self._set_timer,
+            CancelTimer: lambda c: self._timers.pop(c.name, None),
+            PauseDelivery: lambda c: self.feed.pause(),
+            ResumeDelivery: lambda c: self.feed.resume(),
+            AddPartitions: self._add,
+            RevokePartitions: self._revoke,
+            DropPartitions: self._drop,
+            StopFetchers: lambda c: self.feed.stop(),
+            StartFetchers: lambda c: self.feed.start(),
+            NotifyState: lambda c: self._count_rebalance(c.state),
+            NotifyRevoked: lambda c: self.loop.at(self.loop.now, self._handle, Done(c.req),
+                                                  proc=self.proc),
+            StartDone: self._start_done,
+            CloseSession: self._close_session,
+            ReportHealth: self._health,
+        })
+        return table
+
+    def _request(self, command: Any) -> None:
+        retry = self.loop.rng.random() < 0.5
+        self._sent[command.req] = (command, self.loop.now + self.retry_for if retry else 0.0, 0)
+        self.client.submit(command)
+
+    def _set_timer(self, command: SetTimer) -> None:
+        self._timers[command.name] = command.at
+        self.loop.at(command.at, self._timer, command.name, command.at, proc=self.proc)
+
+    def _add(self, command: AddPartitions) -> None:
+        for p in command.partitions:
+            self._added[p.key] = -1
+            if p.error is None:
+                self._added[p.key] = self.feed.add(p.key, 0 if p.offset is None else p.offset)
+
+    def _revoke(self, command: RevokePartitions) -> None:
+        for key in command.keys:
+            self.feed.revoke(key)
+
+    def _drop(self, command: DropPartitions) -> None:
+        for key in command.keys:
+            self._added.pop(key, None)
+            self.feed.remove(key)
+
+    def _start_done(self, command: StartDone) -> None:
+        if command.error is not None and not self.closing:
+            self.gave_up += 1  # start() raises to the application, which exits
+            self.loop.at(self.loop.now, self.kill, proc=self.proc)
+
+    def _close_session(self, command: CloseSession) -> None:
+        self.exited = True
+        self.feed.stop()
+        self.client.close()
+        self.loop.kill(self.proc)
+
+    def _health(self, command: ReportHealth) -> None:
+        self.health = command.watches_armed
 
     def _count_rebalance(self, state: str) -> None:
         if state == "REBALANCING" and self._rebalance_from is None:

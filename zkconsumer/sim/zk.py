@@ -29,7 +29,7 @@ answer reaches the process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from zkconsumer.consumer.member_commands import (
     Create,
@@ -113,6 +113,8 @@ class ZooKeeper:
         self.slow = 1.0
         self.requests = 0
         self._next_sid = 0x100000000
+        self._reads: dict[type, Callable[[int, Any], ZkReply]] = {
+            GetData: self._get_data, GetChildren: self._get_children, Exists: self._exists}
         self.child_watches: dict[str, dict[int, None]] = {}
         self.exist_watches: dict[str, dict[int, WatchKind]] = {}
         self.expired: list[tuple[float, int]] = []
@@ -211,26 +213,9 @@ class ZooKeeper:
         session = self.sessions.get(sid)
         if session is None or not session.alive:
             return ZkReply(req.req, ZkError.SESSION_EXPIRED)
-        if isinstance(req, GetData):
-            node = self.nodes.get(req.path)
-            if node is None:
-                return ZkReply(req.req, ZkError.NO_NODE)
-            return ZkReply(req.req, data=node.data, stat=Stat(node.version, node.owner))
-        if isinstance(req, GetChildren):
-            node = self.nodes.get(req.path)
-            if node is None:
-                if req.watch:
-                    self.exist_watches.setdefault(req.path, {})[sid] = WatchKind.CHILDREN
-                return ZkReply(req.req, ZkError.NO_NODE)
-            if req.watch:
-                self.child_watches.setdefault(req.path, {})[sid] = None
-            return ZkReply(req.req, stat=Stat(node.version, node.owner),
-                           children=tuple(node.children))
-        if isinstance(req, Exists):
-            node = self.nodes.get(req.path)
-            if req.watch:
-                self.exist_watches.setdefault(req.path, {})[sid] = WatchKind.EXISTS
-            return ZkReply(req.req, stat=None if node is None else Stat(node.version, node.owner))
+        read = self._reads.get(type(req))
+        if read is not None:
+            return read(sid, req)  # type: ignore[no-any-return]
         fired: _Fired = []
         if isinstance(req, Multi):
             undo: _Undo = []
@@ -250,6 +235,29 @@ class ZooKeeper:
             return ZkReply(req.req)
         node = self.nodes[req.path]
         return ZkReply(req.req, stat=Stat(node.version, node.owner))
+
+    def _get_data(self, sid: int, req: GetData) -> ZkReply:
+        node = self.nodes.get(req.path)
+        if node is None:
+            return ZkReply(req.req, ZkError.NO_NODE)
+        return ZkReply(req.req, data=node.data, stat=Stat(node.version, node.owner))
+
+    def _get_children(self, sid: int, req: GetChildren) -> ZkReply:
+        node = self.nodes.get(req.path)
+        if node is None:
+            if req.watch:
+                self.exist_watches.setdefault(req.path, {})[sid] = WatchKind.CHILDREN
+            return ZkReply(req.req, ZkError.NO_NODE)
+        if req.watch:
+            self.child_watches.setdefault(req.path, {})[sid] = None
+        return ZkReply(req.req, stat=Stat(node.version, node.owner),
+                       children=tuple(node.children))
+
+    def _exists(self, sid: int, req: Exists) -> ZkReply:
+        node = self.nodes.get(req.path)
+        if req.watch:
+            self.exist_watches.setdefault(req.path, {})[sid] = WatchKind.EXISTS
+        return ZkReply(req.req, stat=None if node is None else Stat(node.version, node.owner))
 
     def _write(self, session: Session, req: ZkRequest, fired: _Fired,
                undo: _Undo | None) -> ZkError | None:
