@@ -22,6 +22,10 @@ the log end, and who owns the partition.  Per partition, first match wins:
    producer);
 7. otherwise OK.
 
+A bridge's 0.7 partitions (`zkconsumer.monitor.bridges`) have their own three rules
+(`evaluate_bridge_partition`: ERR unreadable, STOP no live bridge process, STALL a batch in
+flight while nothing was confirmed for a window).
+
 A group is the worst of its partitions (severity order in `zkconsumer.monitor.model`), ERR
 if a member's registration is unreadable, at least NOTFOUND while a subscribed topic is not
 registered by any broker.
@@ -135,15 +139,35 @@ def evaluate_partition(obs: PartitionObs, samples: Sequence[Sample], now: float,
     return Status.OK, "consuming"
 
 
+def evaluate_bridge_partition(obs: PartitionObs, samples: Sequence[Sample],
+                              cfg: EvalConfig) -> tuple[Status, str]:
+    """(status, why) of one 0.7 partition a bridge writes (`zkconsumer.monitor.bridges`):
+    ``offset`` is the bridge's written end, ``owner`` its batch in flight (or None)."""
+    if obs.error:
+        return Status.ERR, obs.error
+    if not obs.owner_live:
+        return Status.STOP, "no live bridge process: nothing is copied into 0.7"
+    window = list(samples)[-(cfg.window + 1):]
+    if obs.owner is not None and len(window) > cfg.window and \
+            len({s.offset for s in window}) == 1:
+        return Status.STALL, (f"batch {obs.owner} in flight while nothing was confirmed for "
+                              "a whole window")
+    return Status.OK, ("nothing written yet" if obs.offset is None
+                       else f"written up to byte {obs.offset}")
+
+
 def evaluate_group(obs: GroupObs, samples: Mapping[tuple[str, str], Sequence[Sample]], now: float,
                    cfg: EvalConfig, history: Sequence[tuple[float, int]] = ()) -> GroupEval:
     """Evaluate every partition of ``obs`` and summarise the group (module docstring)."""
     parts: list[PartitionEval] = []
     reasons = list(obs.problems)
+    rule = evaluate_bridge_partition if obs.kind == "bridge" else \
+        lambda p, s, c: evaluate_partition(p, s, now, c)
     for p in obs.partitions:
-        status, why = evaluate_partition(p, samples.get((p.topic, p.partition), ()), now, cfg)
+        status, why = rule(p, samples.get((p.topic, p.partition), ()), cfg)
+        lag = None if obs.kind == "bridge" else p.lag
         parts.append(PartitionEval(p.topic, p.partition, status, why, p.owner, p.offset,
-                                   p.log_end, p.lag, p.committed_ms, p.error))
+                                   p.log_end, lag, p.committed_ms, p.error, p.sources))
         if status is not Status.OK:
             reasons.append(f"{p.topic}/{p.partition} {status.value}: {why}")
     statuses = [p.status for p in parts]
@@ -156,4 +180,4 @@ def evaluate_group(obs: GroupObs, samples: Mapping[tuple[str, str], Sequence[Sam
     recent = [lag for t, lag in history if t >= now - cfg.window_seconds]
     trend = total - recent[0] if recent else 0
     return GroupEval(obs.group, worst(statuses), reasons, obs.members, parts, total,
-                     obs.unregistered_topics, now, trend, list(history))
+                     obs.unregistered_topics, now, trend, kind=obs.kind, history=list(history))

@@ -85,6 +85,7 @@ class PartitionObs:
     log_end: int | None
     error: str | None = None     # offset or log end unreadable
     problem: str | None = None   # ownership broken (the `group describe --verify` check)
+    sources: dict[str, int] | None = None  # a bridge's source positions ("topic/p" -> next)
 
     @property
     def lag(self) -> int | None:
@@ -100,6 +101,7 @@ class GroupObs:
     partitions: list[PartitionObs]
     problems: list[str]               # members with unreadable registrations
     unregistered_topics: list[str]    # subscribed, but no broker registered them
+    kind: str = "group"               # "group" (a 0.7 consumer group) or "bridge"
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ class PartitionEval:
     lag: int | None
     committed_ms: int | None
     error: str | None
+    sources: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -144,11 +147,13 @@ class GroupEval:
     unregistered_topics: list[str]
     evaluated_at: float
     trend: int = 0                    # total lag now minus at the start of the window
+    kind: str = "group"
     history: list[tuple[float, int]] = field(default_factory=list)  # (time, total lag)
 
     def as_dict(self, *, history: bool = True) -> dict[str, Any]:
         return {
             "group": self.group,
+            "kind": self.kind,
             "status": self.status.value,
             "reasons": self.reasons,
             "members": [asdict(m) for m in self.members],

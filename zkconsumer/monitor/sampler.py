@@ -31,10 +31,12 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from zkconsumer.client.simple import SimpleConsumer
 from zkconsumer.consumer.assignment import assign
 from zkconsumer.errors import BrokerConnectionError, BrokerError, ZnodeDataError, ZooKeeperError
+from zkconsumer.monitor.bridges import read_bridges
 from zkconsumer.monitor.model import Cycle, GroupObs, MemberObs, PartitionObs
 from zkconsumer.zk.bulk import BulkReader
 from zkconsumer.zk.paths import (
@@ -129,16 +131,22 @@ class Sampler:
                               *(t for m in members[g] for t in m.threads))}
             # round 4: partitions of the topics in use
             partitions = self._read_partitions(zk, sorted(used & set(all_topics)))
+            bridges, bridged = read_bridges(zk, self.groups_re)
         finally:
             zk.close()
         wanted = {(t, p) for g in groups for t in dirs[offsets_path(g)]
                   for p in topic_dirs[offsets_topic_path(g, t)]}
-        wanted |= {(t, p) for t in used for p in partitions.get(t, [])}
+        wanted |= {(t, p) for t in used for p in partitions.get(t, [])} | bridged
         ends, errors, requests, failures = self._log_ends(wanted, brokers)
         out: dict[str, GroupObs] = {}
         for g in groups:
             out[g] = self._group(g, members[g], dirs, topic_dirs, values, partitions,
                                  set(all_topics), brokers, ends, errors)
+        for b in bridges:
+            rows = [replace(r, log_end=ends.get((r.topic, r.partition)),
+                            error=r.error or errors.get((r.topic, r.partition)))
+                    for r in b.partitions]
+            out[b.group] = replace(b, partitions=rows)
         return Cycle(now, out, time.monotonic() - started, zk.reads, requests, failures)
 
     # ------------------------------------------------------------------------------ cluster

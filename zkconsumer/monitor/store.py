@@ -87,7 +87,7 @@ class WindowStore:
                 seen.add(key)
                 s = sample_of(cycle.time, p)
                 self._window(key).append(s)
-                total += s.lag or 0
+                total += (s.lag or 0) if obs.kind == "group" else 0
                 rows.append((*key, *s[:4], int(s.problem)))
             self._series(group).append((cycle.time, total))
         gone = [(g, *k) for g, per in self._samples.items() for k in per if (g, *k) not in seen]

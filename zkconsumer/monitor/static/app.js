@@ -115,7 +115,8 @@ function renderOverview(groups) {
   document.getElementById("summary").textContent = groups.length + " group(s): " +
       Object.entries(counts).map(([s, n]) => n + " " + s).join(", ");
   const rows = groups.map(g => el("tr", {"data-group": g.group},
-      el("td", {}, el("a", {href: "/groups/" + encodeURIComponent(g.group)}, g.group)),
+      el("td", {}, el("a", {href: "/groups/" + encodeURIComponent(g.group)}, g.group),
+         g.kind === "bridge" ? el("span", {"class": "muted"}, " (Kafka \u2192 0.7 bridge)") : null),
       el("td", {}, badge(g.status)),
       el("td", {"class": "num"}, g.members.length),
       el("td", {"class": "num"}, g.partitions.length),
@@ -140,10 +141,13 @@ function renderGroup(g) {
   const members = g.members.map(m => el("tr", {},
       el("td", {}, m.consumer_id), el("td", {}, m.error ? "UNREADABLE: " + m.error : m.registration),
       el("td", {}, Object.entries(m.threads).map(([t, ids]) => t + ": " + ids.join(", ")).join("; "))));
+  const bridge = g.kind === "bridge";  // rows are 0.7 partitions the bridge writes
+  const sources = p => Object.entries(p.sources || {}).map(([s, o]) => s + " @ " + fmt(o)).join(", ");
   const parts = g.partitions.map(p => el("tr", {},
       el("td", {}, p.topic), el("td", {}, p.partition), el("td", {}, p.owner || "-"),
       el("td", {"class": "num"}, fmt(p.offset)), el("td", {"class": "num"}, fmt(p.log_end)),
-      el("td", {"class": "num"}, fmt(p.lag)), el("td", {}, badge(p.status)),
+      bridge ? el("td", {}, sources(p) || "-") : el("td", {"class": "num"}, fmt(p.lag)),
+      el("td", {}, badge(p.status)),
       el("td", {"class": "why"}, p.status === "OK" ? "" : p.reason)));
   const perPartition = Object.entries(g.partition_history || {}).map(([name, pts]) =>
       ({name, points: pts}));
@@ -151,7 +155,10 @@ function renderGroup(g) {
       el("span", {}, el("i", {style: "background:" + COLORS[i % COLORS.length]}), s.name)));
   return [
     el("p", {}, el("a", {href: "/"}, "\u2190 all groups")),
-    el("h1", {}, "Group ", g.group, " ", badge(g.status)),
+    el("h1", {}, bridge ? "Bridge " : "Group ", g.group, " ", badge(g.status)),
+    bridge ? el("p", {"class": "muted"}, "A modern Kafka \u2192 0.7 bridge: per 0.7 partition, " +
+        "the target progress (written up to, against the log end) and the source progress " +
+        "(the next source offset per source partition).") : null,
     g.reasons.length ? el("ul", {"class": "reasons"}, ...g.reasons.slice(0, 20).map(r => el("li", {}, r))) : null,
     el("p", {}, "Total lag ", el("strong", {}, bytes(g.total_lag)), " (", fmt(g.total_lag),
        " bytes), trend over the window: ", g.trend > 0 ? "+" : "", bytes(g.trend), "."),
@@ -167,9 +174,12 @@ function renderGroup(g) {
         el("tbody", {}, ...members)) : el("p", {"class": "muted"}, "No live members."),
     el("h2", {}, "Partitions (" + g.partitions.length + ")"),
     el("table", {id: "partitions"}, el("thead", {}, el("tr", {},
-        el("th", {}, "topic"), el("th", {}, "partition"), el("th", {}, "owner"),
-        el("th", {"class": "num"}, "offset"), el("th", {"class": "num"}, "log end"),
-        el("th", {"class": "num"}, "lag"), el("th", {}, "status"), el("th", {}, "why"))),
+        el("th", {}, "topic"), el("th", {}, "partition"),
+        el("th", {}, bridge ? "batch in flight" : "owner"),
+        el("th", {"class": "num"}, bridge ? "written up to" : "offset"),
+        el("th", {"class": "num"}, "log end"),
+        bridge ? el("th", {}, "source positions") : el("th", {"class": "num"}, "lag"),
+        el("th", {}, "status"), el("th", {}, "why"))),
        el("tbody", {}, ...parts)),
   ];
 }
