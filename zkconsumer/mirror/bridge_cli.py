@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.mirror.bridge import Bridge, SourceSpec
 from zkconsumer.mirror.config import MirrorConfig, TargetSpec, parse_topic_map, split_properties
 
 __all__ = ["build_bridge_config", "run_bridge"]
@@ -24,10 +25,8 @@ _FORWARD_ONLY = (("create_topics", "--create-topics"), ("key_regex", "--key-rege
 
 
 def build_bridge_config(args: argparse.Namespace, props: dict[str, str]
-                        ) -> tuple[MirrorConfig, object]:
+                        ) -> tuple[MirrorConfig, SourceSpec]:
     """``(MirrorConfig, SourceSpec)`` for a bridge run; `ConfigurationError` on misuse."""
-    from zkconsumer.mirror.bridge import SourceSpec
-
     source_url = TargetSpec.parse(args.from_url)
     if source_url.kind != "kafka":
         raise ConfigurationError(f"--from {args.from_url!r}: the bridge reads a modern "
@@ -57,11 +56,9 @@ def build_bridge_config(args: argparse.Namespace, props: dict[str, str]
 
 def run_bridge(args: argparse.Namespace, props: dict[str, str]) -> int:
     """Run the bridge until a signal (0) or a fatal error (raised: the CLI prints it)."""
-    from zkconsumer.mirror.bridge import Bridge, SourceSpec
     from zkconsumer.mirror.serve import Telemetry, serve
 
     config, source = build_bridge_config(args, props)
-    assert isinstance(source, SourceSpec)
     bridge = Bridge(config, source)
     telemetry = Telemetry(owned=lambda: len(bridge.lanes), behind=bridge.lag)
     what = ", ".join(source.topics) if source.topics else f"topics matching {source.pattern}"

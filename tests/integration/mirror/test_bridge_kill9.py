@@ -49,7 +49,7 @@ def test_kill_9_of_the_bridge_leaves_every_record_once_in_07(
         producer = Producer({"bootstrap.servers": tansu.bootstrap, "linger.ms": 5,
                              "enable.idempotence": True})
 
-        def delivered(err, msg) -> None:  # noqa: ANN001 - confluent-kafka callback
+        def delivered(err, msg) -> None:  # confluent-kafka delivery callback
             assert err is None, err
             ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
 
