@@ -122,7 +122,8 @@ class Kafka07Sink:
         self._view = ZkClusterView(self.config)
         session = ZkSession(self.zk_connect,
                             session_timeout_ms=self.config.zk_session_timeout_ms,
-                            connection_timeout_ms=self.config.zk_connection_timeout_ms).start()
+                            connection_timeout_ms=self.config.zk_connection_timeout_ms,
+                            security=self.config.zk_security).start()
         path = bridge_member_path(self.group, self.member_id)
         if not session.create_ephemeral_expect_conflict(path, b""):
             session.close()

@@ -29,6 +29,7 @@ from typing import Any
 
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.properties import load_properties, parse_settings
+from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 
 HELP = "mirror 0.7 topics into modern Kafka (kafka://) or another 0.7 cluster (kafka07://)"
 
@@ -47,6 +48,7 @@ def _add_source_flags(p: argparse.ArgumentParser) -> None:
                    help="properties file: 0.7 consumer keys, mirror.* and target.* keys")
     p.add_argument("--set", dest="set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one property (repeatable)")
+    add_zk_security_arguments(p)  # the source's; a kafka07:// target's: target.zk.* keys
 
 
 EPILOG = """\
@@ -222,7 +224,8 @@ def _run(args: argparse.Namespace) -> int:
         partitions=args.partitions, replication_factor=args.replication_factor,
         metrics_port=args.metrics_port, progress=args.progress,
         exactly_once=not args.at_least_once)
-    consumer_config = ConsumerConfig.from_properties(consumer_props)
+    consumer_config = ConsumerConfig.from_properties(
+        consumer_props, zk_security=zk_security_from(args, consumer_props))
     subscription = _subscription(args)
 
     mirror = build_mirror(config, consumer_config, subscription)
@@ -244,7 +247,7 @@ def _verify(args: argparse.Namespace) -> int:
     )
     from zkconsumer.zk.session import ZkSession
 
-    consumer_props, _mirror, _target_props = split_properties(_load_props(args))
+    consumer_props, _mirror, target_props = split_properties(_load_props(args))
     zk = consumer_props.get("zk.connect")
     group = consumer_props.get("groupid")
     if not zk or not group:
@@ -252,7 +255,7 @@ def _verify(args: argparse.Namespace) -> int:
                                  "--config)")
     target = _target(args)
     topic_map = parse_topic_map(args.topic_map)
-    with ZkSession(zk) as session:
+    with ZkSession(zk, security=zk_security_from(args, consumer_props)) as session:
         source = source_counts(session, group, topics=args.topic or None,
                                payloads=args.payloads)
     targets = sorted({topic_map.get(t, t) for t in source})
@@ -261,7 +264,8 @@ def _verify(args: argparse.Namespace) -> int:
                                payloads=args.payloads,
                                include_direct=args.include_direct_writes)
     else:
-        counted = kafka07_counts(target.zk_connect, targets, payloads=args.payloads)
+        counted = kafka07_counts(target.zk_connect, targets, payloads=args.payloads,
+                                 security=zk_security_from(None, target_props))
     rows = compare(source, counted, topic_map)
     print(format_table(rows))
     for note in direct_notes(counted):

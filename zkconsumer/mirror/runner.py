@@ -70,7 +70,8 @@ class _SourceView:
             self._session = ZkSession(
                 self._config.zk_connect,
                 session_timeout_ms=self._config.zk_session_timeout_ms,
-                connection_timeout_ms=self._config.zk_connection_timeout_ms).start()
+                connection_timeout_ms=self._config.zk_connection_timeout_ms,
+                security=self._config.zk_security).start()
         return self._session
 
     def partitions(self, topic: str) -> list[str]:

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 
 __all__ = ["EPILOG", "add_parser", "main"]
 
@@ -71,6 +72,7 @@ def add_parser(sub: Any) -> None:
                                      "%(default)s)")
     p.add_argument("--reverse", action="store_true",
                    help="roll back: the target group's offsets become the 0.7 group's")
+    add_zk_security_arguments(p)
     p.add_argument("--apply", action="store_true",
                    help="write the plan: the target group's offsets (forward) or the 0.7 "
                         "group's (--reverse); default: dry run")
@@ -98,7 +100,7 @@ def _forward(args: argparse.Namespace, bootstrap: str) -> int:
     from zkconsumer.mirror.translate import apply_plan, format_plan, make_plan
     from zkconsumer.zk.session import ZkSession
 
-    with ZkSession(args.zk) as session:
+    with ZkSession(args.zk, security=zk_security_from(args)) as session:
         plan = make_plan(session, args.group, args.mirror_group, bootstrap,
                          topic_map=parse_topic_map(args.topic_map),
                          topics=args.topic or None, checkpoint_topic=args.checkpoint_topic)
@@ -131,7 +133,7 @@ def _reverse(args: argparse.Namespace, bootstrap: str) -> int:
     )
     from zkconsumer.zk.session import ZkSession
 
-    with ZkSession(args.zk) as session:
+    with ZkSession(args.zk, security=zk_security_from(args)) as session:
         plan = make_reverse_plan(session, args.group, bootstrap, args.target_group,
                                  topic_map=parse_topic_map(args.topic_map),
                                  topics=args.topic or None)

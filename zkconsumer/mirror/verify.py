@@ -44,6 +44,7 @@ from zkconsumer.mirror.checkpoints import HEADER_SOURCE
 from zkconsumer.mirror.provenance import format_columns
 from zkconsumer.zk.offsets import read_group_offsets
 from zkconsumer.zk.registry import read_brokers, read_partition_names, read_topic_partitions
+from zkconsumer.zk.security import ZkSecurity
 from zkconsumer.zk.session import ZkSession
 
 __all__ = ["TopicTally", "VerifyRow", "compare", "direct_notes", "format_table",
@@ -172,13 +173,14 @@ def kafka_counts(bootstrap: list[str], topics: Iterable[str], *, method: str = "
 
 
 def kafka07_counts(zk_connect: str, topics: Iterable[str], *, payloads: bool = False,
-                   socket_timeout: float = 30.0) -> dict[str, TopicTally]:
+                   socket_timeout: float = 30.0,
+                   security: ZkSecurity | None = None) -> dict[str, TopicTally]:
     """Count messages of ``topics`` on a 0.7 cluster, every partition earliest to end."""
     from zkconsumer.client import SimpleConsumer
     from zkconsumer.zk.paths import parse_partition_name
 
     out: dict[str, TopicTally] = {}
-    with ZkSession(zk_connect) as session:
+    with ZkSession(zk_connect, security=security) as session:
         brokers = read_brokers(session)
         for topic in sorted(set(topics)):
             tc = out[topic] = TopicTally(digests=Counter() if payloads else None)

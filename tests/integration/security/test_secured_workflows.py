@@ -5,7 +5,8 @@ For each way the harness secures ZooKeeper (see conftest: ``mixed`` plain + TLS 
 test drives the real commands as subprocesses with the same security flags: dev brokers
 register, ``produce`` writes, a ``run`` member consumes every message (in ``mixed`` a second,
 Scala-style member on the *plain* port shares the group), ``group describe --verify`` passes,
-``offsets export`` / ``import`` round-trip, and a Spark ``export`` reads it all.  Then every log
+``offsets export`` / ``import`` round-trip, ``mirror`` copies the topic to a Kafka broker
+(tansu), and a Spark ``export`` reads it all.  Then every log
 the test produced, every argv and the ZooKeeper server log are grepped for the passwords and
 the client key.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.tansu import create_topic, read_records
 from fixtures.waiting import wait_until
 from security_helpers import MODES, Cli, SecureEnv, assert_no_secret, env_with_repo, jsonl_values
 
@@ -40,7 +42,7 @@ def _start_member(cli: Cli, env: SecureEnv, tmp_path: Path, name: str, zk: str,
 
 @pytest.mark.parametrize("mode", MODES)
 def test_commands_work_on_a_secured_ensemble(mode: str, secure_env: Any, dev_broker: Any,
-                                             tmp_path: Path, spark: Any,
+                                             tmp_path: Path, spark: Any, tansu: Any,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     env: SecureEnv = secure_env(mode)
     cli = Cli(tmp_path)
@@ -92,6 +94,15 @@ def test_commands_work_on_a_secured_ensemble(mode: str, secure_env: Any, dev_bro
     done = cli.run("import", ["offsets", "import", "--zk", env.zk, str(exported), "--force",
                               *env.flags])
     assert done.returncode == 0, done.stderr
+
+    create_topic(tansu.bootstrap, "sec", 2)
+    mirror = cli.start("mirror", ["mirror", "--zk", env.zk, "--group", "mg", "--topic", "sec",
+                                  "--to", tansu.url, *env.flags])
+    try:
+        mirrored = read_records(tansu.bootstrap, "sec", N, timeout=90)
+        assert sorted(r.value.decode() for rs in mirrored.values() for r in rs) == sorted(sent)
+    finally:
+        assert mirror.stop() == 0, mirror.log
 
     out = tmp_path / "parquet"
     capsys.readouterr()
