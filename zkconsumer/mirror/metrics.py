@@ -114,6 +114,12 @@ class MirrorCollector:
         yield CounterMetricFamily("zkconsumer_mirror_transactions",
                                   "Target transactions committed (exactly-once mode)",
                                   value=snap["transactions"])
+        yield CounterMetricFamily("zkconsumer_mirror_looped",
+                                  "Records not copied because the other direction wrote them "
+                                  "(no loops)", value=snap["looped"])
+        yield CounterMetricFamily("zkconsumer_mirror_skipped",
+                                  "Records not written because the target has them already "
+                                  "(bridge, after a crash)", value=snap["skipped"])
         yield GaugeMetricFamily("zkconsumer_mirror_in_flight",
                                 "Messages sent and not yet committable", value=snap["in_flight"])
         yield GaugeMetricFamily("zkconsumer_mirror_healthy",
