@@ -277,7 +277,7 @@ def _settle(members: list[GroupConsumer], parts: list[str], timeout: float) -> N
     def done() -> bool:
         for m in members:
             want = sorted(assign(parts, threads, [f"{m.consumer_id}-0"]))
-            states = m._coordinator.ownership.states()
+            states = m.claimed()
             have = sorted(name for (_, name) in states)
             if have != want:
                 return False

@@ -70,6 +70,7 @@ _LEN = struct.Struct(">i")
 
 #: ``on_reset(state, offset)``: persist an out-of-range reset (the coordinator writes ZK).
 ResetCallback = Callable[[PartitionState, int], None]
+ParkCallback = Callable[[PartitionState, BaseException], None]
 
 
 class Fetcher:
@@ -78,7 +79,8 @@ class Fetcher:
     def __init__(self, broker: BrokerInfo, states: Sequence[PartitionState], delivery: Delivery,
                  *, reset_policy: str, fetch_size: int, max_fetch_size: int,
                  backoff_s: float, socket_timeout_s: float, buffer_size: int,
-                 on_reset: ResetCallback, name: str, group: str | None = None) -> None:
+                 on_reset: ResetCallback, name: str, group: str | None = None,
+                 on_park: ParkCallback | None = None) -> None:
         self.broker = broker
         self.states = list(states)
         self.handle = FetchHandle()
@@ -91,6 +93,7 @@ class Fetcher:
         self._socket_timeout_s = socket_timeout_s
         self._buffer_size = buffer_size
         self._on_reset = on_reset
+        self._on_park = on_park  # told when a partition stops being fetched for good
         self._group = group  # named in the fix of a misaligned offset
         self._wake = threading.Event()
         #: partitions whose fetch offset is not yet known to be a message boundary
@@ -273,4 +276,5 @@ class Fetcher:
 
     def _park(self, state: PartitionState, error: BaseException) -> None:
         log.error("stopped fetching %s/%s: %s", state.topic, state.name, error)
-        self._delivery.put_error(self.handle, state, error)
+        if self._delivery.put_error(self.handle, state, error) and self._on_park is not None:
+            self._on_park(state, error)

@@ -30,10 +30,14 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
+from zkconsumer.consumer import member_state
 from zkconsumer.consumer.columns import Columns, PartitionRun
 from zkconsumer.consumer.config import ConsumerConfig
-from zkconsumer.consumer.coordinator import Coordinator
 from zkconsumer.consumer.delivery import Delivery
+from zkconsumer.consumer.fetcher_pool import FetcherPool
+from zkconsumer.consumer.member_driver import MemberDriver
+from zkconsumer.consumer.member_machine import MemberMachine
+from zkconsumer.consumer.member_state import MemberConfig
 from zkconsumer.consumer.message import (
     ConsumerListener,
     ConsumerStats,
@@ -72,14 +76,18 @@ class GroupConsumer:
                                   session_timeout_ms=config.zk_session_timeout_ms,
                                   connection_timeout_ms=config.zk_connection_timeout_ms,
                                   security=config.zk_security)
-        self._coordinator = Coordinator(config, subscription, self._session, self.consumer_id,
-                                        self._delivery, self._stats, self._listeners,
-                                        sleep=sleep, clock=clock)
+        # ``sleep`` is accepted for compatibility: backoffs are timers of the machine now.
+        machine = MemberMachine(MemberConfig.from_consumer(
+            config, subscription.topic_count, self.consumer_id,
+            parked_retry_s=member_state.PARKED_RETRY_S), self._stats)
+        self._pool = FetcherPool(config, self.consumer_id, self._delivery,
+                                 on_reset=lambda s, o: self._driver.on_reset(s, o),
+                                 on_park=lambda s, e: self._driver.on_park(s, e), clock=clock)
+        self._driver = MemberDriver(machine, self._session, self._pool, self._delivery,
+                                    self._listeners, clock=clock)
         self._started = False
         self._closed = False
         self._close_lock = threading.Lock()
-        self._autocommit_stop = threading.Event()
-        self._autocommit_thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
         return f"<GroupConsumer {self.consumer_id} {self.subscription!r}>"
@@ -93,19 +101,13 @@ class GroupConsumer:
         if self._closed:
             raise ConsumerError("consumer is closed")
         self._started = True
-        self._coordinator.state = "STARTING"
-        self._coordinator._notify("on_state", "STARTING")
-        self._session.start()
+        self._driver.notify("on_state", "STARTING")
         try:
-            self._coordinator.start()
+            self._session.start()
+            self._driver.start()
         except BaseException:
             self.close()
             raise
-        if self.config.autocommit_enable:
-            self._autocommit_thread = threading.Thread(
-                target=self._autocommit, daemon=True,
-                name=f"Kafka-consumer-autocommit-{self.consumer_id}")
-            self._autocommit_thread.start()
 
     def close(self, timeout: float | None = None) -> None:
         """Stop fetching, commit, and end the ZooKeeper session.  Idempotent.
@@ -119,43 +121,13 @@ class GroupConsumer:
             if self._closed:
                 return
             self._closed = True
-        deadline = None if timeout is None else time.monotonic() + timeout
-
-        def left(cap: float | None = None) -> float | None:
-            if deadline is None:
-                return cap
-            rest = max(0.0, deadline - time.monotonic())
-            return rest if cap is None else min(cap, rest)
-
-        self._autocommit_stop.set()
-        coordinator = self._coordinator
-        coordinator.close(left(5.0) or 0.0)
-        own = coordinator.ownership
-        own.stop_fetchers()
-        states = list(own.states().values())
-        self._delivery.revoke(states)
-        if states:
-            coordinator._notify("on_revoked", own.owned())
-        if self._started and (self.config.autocommit_enable or not self.config.auto_ack):
-            own.commit(timeout=left())
-        own.drop_all_states()
-        self._delivery.close()
-        self._close_session(left())
-        own.join_fetchers(timeout=left(1.0) or 0.0)
-        coordinator._set_state("CLOSED")
-
-    def _close_session(self, timeout: float | None) -> None:
-        if timeout is None:
-            self._session.close()
-            return
-        closer = threading.Thread(target=self._session.close, daemon=True,
-                                  name=f"zk-close-{self.consumer_id}")
-        closer.start()
-        closer.join(timeout)
-        if closer.is_alive():
-            log.warning("%s: ZooKeeper did not confirm the end of the session in time; its "
-                        "ids and owner znodes vanish when it expires (zk.sessiontimeout.ms)",
-                        self.consumer_id)
+        if not self._driver.close(timeout):
+            log.warning("%s: the member did not finish closing in time; ending its ZooKeeper "
+                        "session anyway", self.consumer_id)
+            self._pool.stop_fetchers()
+            self._delivery.close()
+            threading.Thread(target=self._session.close, daemon=True,
+                             name=f"zk-close-{self.consumer_id}").start()
 
     def __enter__(self) -> GroupConsumer:
         self.start()
@@ -164,14 +136,6 @@ class GroupConsumer:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-    def _autocommit(self) -> None:
-        interval = self.config.autocommit_interval_ms / 1000.0
-        while not self._autocommit_stop.wait(interval):
-            try:
-                self._coordinator.ownership.commit()
-            except Exception:  # keep committing on the next tick
-                log.exception("autocommit failed")
 
     # -- consuming ----------------------------------------------------------------------------
 
@@ -239,7 +203,7 @@ class GroupConsumer:
         identifies the claim (messages carry it), ``state.fetch_offset`` is where fetching
         starts (the committed offset, at ``on_assigned``).  Read it; move it with `seek`.
         """
-        return self._coordinator.ownership.states()
+        return self._pool.states()
 
     def seek(self, topic: str, partition: str, offset: int) -> None:
         """Start a just-claimed partition at ``offset`` instead of its committed offset.
@@ -249,7 +213,7 @@ class GroupConsumer:
         ZooKeeper's.  ``offset`` must be a message boundary.  `ConsumerError` if the
         partition is not owned.
         """
-        state = self._coordinator.ownership.states().get((topic, partition))
+        state = self._pool.states().get((topic, partition))
         if state is None or not state.active:
             raise ConsumerError(f"cannot seek {topic}/{partition}: not owned by this member")
         state.reset_to(offset)
@@ -264,7 +228,7 @@ class GroupConsumer:
         Acks for partitions this member no longer owns (a rebalance released them) are
         ignored: their next owner resumes from the last committed offset.
         """
-        if not self._coordinator.ownership.ack(message):
+        if not self._pool.ack(message):
             log.debug("ignoring ack of %r: partition no longer owned", message)
 
     def commit(self, timeout: float | None = None) -> None:
@@ -275,7 +239,7 @@ class GroupConsumer:
         within it, whatever ZooKeeper does; what was not written in time is logged.
         """
         self._check_started()
-        failures = self._coordinator.ownership.commit(timeout=timeout)
+        failures = self._driver.commit(timeout)
         if failures:
             raise ZooKeeperError(f"{failures} offset(s) could not be committed (see log)")
 
@@ -283,7 +247,7 @@ class GroupConsumer:
 
     def owned_partitions(self) -> dict[str, list[str]]:
         """``{topic: ["B-P", ...]}`` currently owned by this member."""
-        return self._coordinator.ownership.owned()
+        return self._pool.owned()
 
     def add_listener(self, listener: ConsumerListener | Any) -> None:
         """Register an object with any of ``on_assigned``, ``on_revoked``, ``on_state``."""
@@ -291,7 +255,7 @@ class GroupConsumer:
 
     @property
     def state(self) -> str:
-        return self._coordinator.state
+        return self._driver.public_state
 
     @property
     def session(self) -> ZkSession:
@@ -300,24 +264,24 @@ class GroupConsumer:
 
     def request_rebalance(self) -> None:
         """Ask the coordinator thread for a rebalance (normally ZooKeeper events do)."""
-        self._coordinator.request_rebalance()
+        self._driver.request_rebalance()
 
     def watches_armed(self) -> bool:
         """True if every ZooKeeper watch of the member is armed on the current connection
         (they re-arm by themselves after every reconnect)."""
-        return self._coordinator.watches_armed()
+        return self._driver.watches_armed
 
     def check_assignment(self) -> list[str]:
         """Differences between what this member owns and the group's reference decision as
         ZooKeeper shows it now, one line each ([] = agreement).  Reads ZooKeeper; raises
         `ZkConsumerError` when it cannot."""
-        return self._coordinator.check_assignment()
+        return self._driver.check_assignment()
 
     @property
     def stats(self) -> ConsumerStats:
         """Counters, with the per-partition positions refreshed now."""
         parts: dict[str, dict[str, Any]] = {}
-        for (topic, name), s in sorted(self._coordinator.ownership.states().items()):
+        for (topic, name), s in sorted(self._pool.states().items()):
             lag = None
             if s.log_end is not None and s.consumed_offset is not None:
                 lag = max(0, s.log_end - s.consumed_offset)

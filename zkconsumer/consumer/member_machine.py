@@ -93,9 +93,14 @@ log = logging.getLogger(__name__)
 
 S = MemberState
 
+#: Procedures that are steps of the member's flow (restarted by state, never re-queued).
+_FLOWS = frozenset({"rebalance", "register", "recover"})
+
+
 @dataclass(slots=True)
 class _Running:
     name: str
+    factory: Callable[[], Proc]
     gen: Proc
     on_done: Callable[[Any, ZkConsumerError | None], None]
     waiting: set[Any] = field(default_factory=set)
@@ -230,7 +235,7 @@ class MemberMachine:
         while self._proc is None and self.state not in (S.SESSION_LOST, S.CLOSED):
             if self.queue:
                 name, factory, on_done = self.queue.popleft()
-                self._proc = _Running(name, factory(), on_done)
+                self._proc = _Running(name, factory, factory(), on_done)
                 self._advance(None)
             elif self.want_rebalance and (self.state is S.STABLE or (
                     self.state is S.FAILED and not self.register_needed
@@ -280,13 +285,18 @@ class MemberMachine:
         return True
 
     def abort(self, why: str) -> None:
-        """Abandon the running procedure and the rebalance (close, session loss)."""
+        """Abandon the running procedure and the rebalance (close, session loss).
+
+        A commit or check someone waits for is queued again from the start (after a
+        session recovery it finds the partitions released and answers); the flows
+        (register, rebalance, recover) are restarted by whoever aborts."""
         running, self._proc = self._proc, None
         if running is not None:
             log.info("%s: abandoning %s (%s)", self.config.consumer_id, running.name, why)
             running.gen.close()
-        self.queue = deque(item for item in self.queue
-                           if item[0] not in ("rebalance", "register", "recover"))
+            if running.name not in _FLOWS:
+                self.queue.appendleft((running.name, running.factory, running.on_done))
+        self.queue = deque(item for item in self.queue if item[0] not in _FLOWS)
         self.rebalance = None
         self.autocommit_queued = any(item[0] == "autocommit" for item in self.queue)
         for timer in (TimerName.BACKOFF, TimerName.RETRY, TimerName.REGISTER):
@@ -304,9 +314,16 @@ class MemberMachine:
         self._watch_reqs[req] = (path, self._epoch)
         self._out.append(GetChildren(req, path, watch=True))
 
+    def rearm_watches(self) -> None:
+        """Arm again every watch lost with the connection (or with the session)."""
+        for path, armed in self._watches.items():
+            if not armed and path not in {p for p, _ in self._watch_reqs.values()}:
+                self._arm(path)
+
     @property
     def watches_armed(self) -> bool:
-        return self.link is ConnState.CONNECTED and all(self._watches.values())
+        return (self.link is ConnState.CONNECTED and bool(self._watches)
+                and all(self._watches.values()))
 
     def _report_health(self) -> None:
         armed = self.watches_armed
@@ -358,7 +375,8 @@ class MemberMachine:
         if event.path not in self._watches:
             return
         self._watches[event.path] = False
-        self._arm(event.path)
+        if self.link is ConnState.CONNECTED:  # else re-armed once connected / registered
+            self._arm(event.path)
         self.request_rebalance(f"{event.path} changed")
 
     def request_rebalance(self, why: str) -> None:
@@ -389,9 +407,7 @@ class MemberMachine:
             self.link = ConnState.CONNECTED
             self.emit(ResumeDelivery())
             self.notify_state("RESUMED")
-            for path, armed in self._watches.items():
-                if not armed:
-                    self._arm(path)
+            self.rearm_watches()
             # verify our owner znodes and replay changes missed while disconnected
             self.request_rebalance("connection restored")
 

@@ -84,6 +84,7 @@ def _registered(m: MemberMachine, error: ZkConsumerError | None) -> None:
         m.ensure_watch(BROKER_TOPICS)
     for topic, _ in cfg.topic_count.counts:
         m.ensure_watch(topic_path(topic))
+    m.rearm_watches()  # after a session expiry: every watch died with the old session
     start_rebalance(m, "registered")
 
 
@@ -267,6 +268,16 @@ def _unwritten(m: MemberMachine) -> list[Owned]:
             if o.parked is None and o.acked is not None and o.acked != o.committed]
 
 
+def _log_late(m: MemberMachine) -> int:
+    """Say which offsets a deadline left unwritten (with partition and offset); how many."""
+    late = _unwritten(m)
+    if late:
+        log.error("offsets of %d partition(s) not committed in time (their next owner "
+                  "re-reads from the stored offset): %s", len(late),
+                  ", ".join(f"{o.topic}/{o.name}={o.acked}" for o in late))
+    return len(late)
+
+
 def commit_requested(m: MemberMachine, event: CommitRequested) -> None:
     m.commit_tokens[event.token] = event.deadline
     m.enqueue("commit", lambda: own.commit(m),
@@ -286,12 +297,7 @@ def _arm_commit_deadline(m: MemberMachine) -> None:
 def _commit_deadlines(m: MemberMachine) -> None:
     due = [t for t, d in m.commit_tokens.items() if d is not None and d <= m.now]
     for token in due:
-        late = _unwritten(m)
-        if late:
-            log.error("offsets of %d partition(s) not committed in time (their next owner "
-                      "re-reads from the stored offset): %s", len(late),
-                      ", ".join(f"{o.topic}/{o.name}={o.acked}" for o in late))
-        m.commit_done(token, len(late))
+        m.commit_done(token, _log_late(m))
     _arm_commit_deadline(m)
 
 
@@ -419,11 +425,7 @@ def _closing(m: MemberMachine, *, commit: bool) -> Proc:
 
 def _finish_close(m: MemberMachine, *, timed_out: bool) -> None:
     if timed_out:
-        late = _unwritten(m)
-        if late:
-            log.error("offsets of %d partition(s) not committed in time (their next owner "
-                      "re-reads from the stored offset): %s", len(late),
-                      ", ".join(f"{o.topic}/{o.name}={o.acked}" for o in late))
+        _log_late(m)
         m.abort("close deadline")
     keys = tuple(m.owned)
     m.owned.clear()

@@ -82,9 +82,8 @@ TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
     # registered -> rebalance; a conflict past the deadline after a session recovery ->
     # FAILED (retried); the first registration failing is reported by StartDone.
     S.REGISTERING: frozenset({S.REBALANCING, S.FAILED, S.SESSION_LOST, S.CLOSING}),
-    # our ids znode deleted behind our back (an admin tool) -> register again.
-    S.REBALANCING: frozenset({S.STABLE, S.BACKOFF, S.FAILED, S.REGISTERING, S.REBALANCING,
-                              S.SESSION_LOST, S.CLOSING}),
+    # (our ids znode deleted behind our back is registered again inside the attempt)
+    S.REBALANCING: frozenset({S.STABLE, S.BACKOFF, S.FAILED, S.SESSION_LOST, S.CLOSING}),
     S.BACKOFF: frozenset({S.REBALANCING, S.SESSION_LOST, S.CLOSING}),
     S.FAILED: frozenset({S.REBALANCING, S.REGISTERING, S.RECOVERING, S.SESSION_LOST,
                          S.CLOSING}),

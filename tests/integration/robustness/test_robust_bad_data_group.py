@@ -18,7 +18,7 @@ from fixtures.waiting import wait_until
 from kazoo.client import KazooClient
 
 from zkconsumer.client import BrokerConnection, produce
-from zkconsumer.consumer import ConsumerConfig, GroupConsumer, Subscription, coordinator
+from zkconsumer.consumer import ConsumerConfig, GroupConsumer, Subscription, member_state
 from zkconsumer.errors import CorruptMessageError, MisalignedOffsetError, ZkConsumerError
 from zkconsumer.protocol import encode_message_set
 from zkconsumer.zk.registry import read_topic_partitions
@@ -123,7 +123,7 @@ def test_a_parked_partition_is_retried_once_its_offset_is_fixed(
         consumer_for: Callable[[str], GroupConsumer], monkeypatch: pytest.MonkeyPatch) -> None:
     # An operator fixes the offset (offsets reset --force) while the member runs: the
     # partition is claimed afresh after PARKED_RETRY_S, without a restart or a rebalance.
-    monkeypatch.setattr(coordinator, "PARKED_RETRY_S", 0.5)
+    monkeypatch.setattr(member_state, "PARKED_RETRY_S", 0.5)
     _topic(dev_broker, zk_session)
     zk_client.create(f"/consumers/{GROUP}/offsets/t/0-0", b"17", makepath=True)
     consumer = consumer_for("t")

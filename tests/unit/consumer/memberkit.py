@@ -30,6 +30,8 @@ from zkconsumer.consumer.member_commands import (
     StartDone,
 )
 from zkconsumer.consumer.member_events import (
+    Connection,
+    ConnState,
     Done,
     Event,
     Stat,
@@ -188,6 +190,13 @@ class Harness:
         member = Member(len(self.members), machine, session)
         self.members.append(member)
         return member
+
+    def expire(self, member: Member) -> None:
+        """The member's session expires: its ephemerals and its watches are gone."""
+        self.zk.expire(member.session)
+        for watches in (*self.zk.child_watches.values(), *self.zk.exists_watches.values()):
+            watches.discard(member.index)
+        self.post(member, Connection(ConnState.LOST))
 
     def post(self, member: Member, event: Event) -> None:
         member.inbox.append(event)
