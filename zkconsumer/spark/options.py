@@ -112,6 +112,7 @@ class WriteOptions:
     batch_size: int = 200
     zk_security: ZkSecurity = field(default_factory=ZkSecurity)
     create_topic: bool = False  # createTopic: spread each topic over every live broker first
+    validate_first: bool = False  # validateFirst: check a task's rows before sending any
 
 
 def parse_brokers(text: str, option: str = "brokers") -> dict[int, tuple[str, int]]:
@@ -322,6 +323,7 @@ def parse_write_options(opts: Mapping[str, str]) -> WriteOptions:
         batch_size=_int(opts, "batchSize", 200),
         zk_security=_zk_security(opts),
         create_topic=create_topic,
+        validate_first=_bool(opts, "validateFirst", False),
     )
 
 

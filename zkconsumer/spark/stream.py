@@ -96,6 +96,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         self._target: Offsets | None = None  # frozen by prepareForTriggerAvailableNow
         self._cluster: Cluster | None = None
         self._committed: Offsets = {}  # what this process last wrote to commitToGroup
+        self._unseen: set[tuple[str, str]] = set()  # checkpointed partitions not visible now
 
     def __getstate__(self) -> dict[str, Any]:
         # The reader is pickled to executors for read(); connections stay on the driver side.
@@ -148,6 +149,11 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
             for key, offset in offsets.items():
                 if (topic, key) not in parts:
                     end.setdefault(topic, {})[key] = int(offset)
+                    if (topic, key) not in self._unseen:
+                        self._unseen.add((topic, key))
+                        log.warning("%s/%s is in the checkpoint but not registered now (its "
+                                    "broker down?): keeping its offset %s until it is back",
+                                    topic, key, offset)
         if self.opts.max_bytes_per_trigger is not None:
             shares = share_budget(backlog, self.opts.max_bytes_per_trigger)
             for ident, share in shares.items():

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -45,7 +47,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.producer import Producer, ProducerConfig
 from zkconsumer.producer.topics import create_on_every_broker
-from zkconsumer.protocol import default_partition
+from zkconsumer.protocol import default_partition, validate_topic
 from zkconsumer.spark.options import WriteOptions
 
 __all__ = ["Kafka07CommitMessage", "Kafka07Writer"]
@@ -111,7 +113,9 @@ class Kafka07Writer(DataSourceArrowWriter):  # type: ignore[misc]
             return len(producer.partitions_for(topic))
 
         try:
-            for batch in iterator:
+            batches = (_validated_first(iterator, self.opts.topic) if self.opts.validate_first
+                       else iterator)
+            for batch in batches:
                 # Validate the whole batch (null values, missing topics) before sending any of
                 # it: a bad row must not leave the rows before it produced by a failing task.
                 runs = _groups(batch, self.opts.topic, self.opts.batch_size, partitions)
@@ -141,6 +145,59 @@ class Kafka07Writer(DataSourceArrowWriter):  # type: ignore[misc]
             dict(sum((Counter(m.topics) for m in done), Counter())))
 
 
+def check_batch(batch: pa.RecordBatch, default_topic: str | None) -> None:
+    """What can be known wrong before sending: a null value, a row without a topic, a topic
+    name 0.7 refuses.  (Types were checked against the schema in the driver already.)"""
+    columns = {f.name.lower(): batch.column(i) for i, f in enumerate(batch.schema)}
+    values = columns["value"]
+    if values.null_count:
+        row = pc.index(pc.is_null(values), True).as_py()
+        raise ConfigurationError(f"row {row} of a batch has a null value: 0.7 messages "
+                                 "cannot be null (filter or coalesce it first)")
+    topics = columns.get("topic")
+    if topics is None:
+        return
+    if topics.null_count and default_topic is None:
+        row = pc.index(pc.is_null(topics), True).as_py()
+        raise ConfigurationError(f"row {row} has no topic and option topic is not set")
+    for topic in pc.unique(topics.drop_null()).to_pylist():
+        try:
+            validate_topic(topic)
+        except ValueError as exc:
+            raise ConfigurationError(f"column topic: {exc}") from exc
+
+
+def _validated_first(iterator: Iterator[pa.RecordBatch], default_topic: str | None
+                     ) -> Iterator[pa.RecordBatch]:
+    """``validateFirst``: every batch of the task checked before the first is handed on.
+
+    The batches are spooled to a local Arrow file (memory stays bounded: the file is mapped,
+    not loaded) while `check_batch` runs; only when all passed are they read back and sent.
+    So a bad row fails its task before the task sent anything.  Costs one local write and
+    read of the task's data.
+    """
+    with tempfile.TemporaryDirectory(prefix="zkconsumer-write-") as tmp:
+        path = os.path.join(tmp, "task.arrow")
+        sink = None
+        writer = None
+        try:
+            for batch in iterator:
+                check_batch(batch, default_topic)
+                if writer is None:
+                    sink = pa.OSFile(path, "wb")
+                    writer = pa.ipc.new_stream(sink, batch.schema)
+                writer.write_batch(batch)
+        finally:
+            if writer is not None:
+                writer.close()
+            if sink is not None:
+                sink.close()
+        if writer is None:
+            return
+        with pa.memory_map(path) as source:
+            yield from pa.ipc.open_stream(source)
+
+
 def _column(batch: pa.RecordBatch, name: str) -> list[object] | None:
     for i, f in enumerate(batch.schema):
         if f.name.lower() == name:
@@ -168,6 +225,7 @@ def _groups(batch: pa.RecordBatch, default_topic: str | None, limit: int,
     row order and is cut into pieces of at most ``limit`` rows.  The routing key of a piece is
     a key of the group, which hashes to the same partition as all the others.
     """
+    check_batch(batch, default_topic)
     groups = _arrow_groups(batch, default_topic, partition_count)
     if groups is None:
         groups = _python_groups(batch, default_topic, partition_count)
