@@ -188,9 +188,15 @@ def zk_security_options(security: ZkSecurity) -> dict[str, str]:
         raise ConfigurationError(
             "a ZooKeeper password given in memory cannot be sent to Spark executors: use "
             f"zk.password.file (a path readable on every executor) or {PASSWORD_ENV}")
-    out = {"zk.tls": str(security.use_tls).lower(),
-           "zk.tls.verify.hostname": str(security.verify_hostname).lower(),
-           "zk.sasl.mechanism": security.sasl_mechanism, "zk.acl": security.acl.value}
+    out: dict[str, str] = {}
+    if security.tls:
+        out["zk.tls"] = "true"
+    if not security.verify_hostname:
+        out["zk.tls.verify.hostname"] = "false"
+    if security.sasl_mechanism != "DIGEST-MD5":
+        out["zk.sasl.mechanism"] = security.sasl_mechanism
+    if security.acl is not ZkAcl.OPEN:
+        out["zk.acl"] = security.acl.value
     for key, value in (("zk.tls.ca", security.tls_ca), ("zk.tls.cert", security.tls_cert),
                        ("zk.tls.key", security.tls_key), ("zk.sasl.user", security.sasl_user),
                        ("zk.digest.user", security.digest_user),
@@ -203,19 +209,16 @@ def zk_security_options(security: ZkSecurity) -> dict[str, str]:
 def zk_security_flags(security: ZkSecurity) -> list[str]:
     """Command-line flags reproducing ``security`` for a child process (paths and user names
     only; a password held in memory cannot be passed: `ConfigurationError`)."""
-    opts = zk_security_options(security)
-    flags = [flag for key, flag in (("zk.tls.ca", "--zk-tls-ca"), ("zk.tls.cert", "--zk-tls-cert"),
-                                    ("zk.tls.key", "--zk-tls-key"),
-                                    ("zk.sasl.user", "--zk-sasl-user"),
-                                    ("zk.digest.user", "--zk-digest-user"),
-                                    ("zk.password.file", "--zk-password-file"))
-             if key in opts for flag in (flag, opts[key])]
-    if security.sasl_mechanism != "DIGEST-MD5":
-        flags += ["--zk-sasl-mechanism", security.sasl_mechanism]
-    if not security.verify_hostname:
-        flags.append("--zk-tls-no-verify-hostname")
-    if security.acl is not ZkAcl.OPEN:
-        flags += ["--zk-acl", security.acl.value]
+    flags: list[str] = []
+    for key, value in zk_security_options(security).items():
+        if key == "zk.tls.verify.hostname":
+            flags.append("--zk-tls-no-verify-hostname")
+        elif key == "zk.tls":
+            if not security.tls_ca:  # never silently plain in the child
+                raise ConfigurationError("TLS with the system CAs has no flag: give the child "
+                                         "ZKCONSUMER_ZK_TLS=true or zk.tls=true instead")
+        else:
+            flags += ["--" + key.replace(".", "-"), value]
     return flags
 
 
