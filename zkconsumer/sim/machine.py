@@ -178,9 +178,14 @@ class MachineMember:
             # reconnect, which may be on a new session if the old one expired meanwhile
             self._sent[reply.req] = (request, deadline, attempt + 1)
             delay = min(1.0, 0.05 * 2 ** attempt) * self.loop.rng.uniform(0.5, 1.0)
-            self.loop.after(delay, self.client.submit, request, proc=self.proc)
+            self.loop.after(delay, self._resend, request, proc=self.proc)
             return
         self._handle(reply)
+
+    def _resend(self, request: Any) -> None:
+        if self.loop.tracing:
+            self.loop.log(self.consumer_id[-8:], f"-> (driver retry) {request}")
+        self.client.submit(request)
 
     def _on_ack(self, key: Key, offset: int, epoch: int) -> None:
         # Only acks of messages handed out under the current claim: one from before a
