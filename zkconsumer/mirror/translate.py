@@ -139,9 +139,10 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
         try:
             for p in range(n):
                 start = next((m.offset for m, had in by_partition[p] if not had), None)
-                if start is None:
-                    start = int(reader.get_watermark_offsets(TopicPartition(target, p),
-                                                             timeout=30)[1])
+                if start is None:  # past the last record (tansu's high watermark may lag)
+                    start = max(int(reader.get_watermark_offsets(TopicPartition(target, p),
+                                                                 timeout=30)[1]),
+                                by_partition[p][-1][0].offset + 1 if by_partition[p] else 0)
                 after = [(m, had) for m, had in by_partition[p] if m.offset >= start]
                 new = [m for m, had in after if not had]
                 plan.rows.append(PlanRow(target, p, start, len(new), len(after) - len(new),
