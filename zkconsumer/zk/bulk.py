@@ -52,6 +52,23 @@ class BulkReader:
         raw = self._pipeline(paths, "get_children_async", self.session.get_children)
         return {p: sorted(v) if v is not None else [] for p, v in raw.items()}
 
+    def children_versioned(self, paths: Sequence[str]
+                           ) -> dict[str, tuple[list[str], tuple[int, int] | None]]:
+        """``{path: (sorted children, (czxid, cversion))}`` (`PipelinedReader` has the same);
+        ``([], None)`` for a missing znode or one read through the fallback (no stat)."""
+        raw = self._pipeline(paths, "get_children_async", self.session.get_children,
+                             include_data=True)
+        out: dict[str, tuple[list[str], tuple[int, int] | None]] = {}
+        for path, value in raw.items():
+            if value is None:
+                out[path] = ([], None)
+            elif isinstance(value, list):  # the fallback: children without a stat
+                out[path] = (sorted(value), None)
+            else:
+                children, stat = value
+                out[path] = (sorted(children), (stat.czxid, stat.cversion))
+        return out
+
     def nodes(self, paths: Sequence[str]) -> dict[str, ZnodeInfo | None]:
         """``{path: ZnodeInfo}``; ``None`` for a znode that does not exist."""
         raw = self._pipeline(paths, "get_async", self.session.get_node)
@@ -66,12 +83,13 @@ class BulkReader:
                                       stat.mtime)
         return out
 
-    def _pipeline(self, paths: Sequence[str], method: str, fallback: Any) -> dict[str, Any]:
+    def _pipeline(self, paths: Sequence[str], method: str, fallback: Any,
+                  **kw: Any) -> dict[str, Any]:
         client = self.session.client
         out: dict[str, Any] = {}
         for start in range(0, len(paths), self.window):
             chunk = paths[start:start + self.window]
-            pending = [(p, getattr(client, method)(p)) for p in chunk]
+            pending = [(p, getattr(client, method)(p, **kw)) for p in chunk]
             self.reads += len(chunk)
             timeout = self.session.operation_timeout_ms / 1000.0
             for path, result in pending:

@@ -33,7 +33,14 @@ from types import TracebackType
 from typing import Any
 
 from kazoo.hosts import collect_hosts
-from kazoo.protocol.serialization import Close, Connect, GetChildren, GetData, ReplyHeader
+from kazoo.protocol.serialization import (
+    Close,
+    Connect,
+    GetChildren,
+    GetChildren2,
+    GetData,
+    ReplyHeader,
+)
 
 from zkconsumer.errors import ZooKeeperError
 from zkconsumer.zk.session import ZnodeInfo
@@ -117,6 +124,21 @@ class PipelinedReader:
         """``{path: sorted child names}``; ``[]`` for a znode that does not exist."""
         raw = self._pipeline(paths, GetChildren)
         return {p: sorted(v) if v is not None else [] for p, v in raw.items()}
+
+    def children_versioned(self, paths: Sequence[str]
+                           ) -> dict[str, tuple[list[str], tuple[int, int] | None]]:
+        """``{path: (sorted children, (czxid, cversion))}``; ``([], None)`` if missing.
+
+        ``(czxid, cversion)`` changes whenever a child is created or deleted (and when the
+        znode itself is re-created), so a caller may cache what it read below it."""
+        out: dict[str, tuple[list[str], tuple[int, int] | None]] = {}
+        for path, value in self._pipeline(paths, GetChildren2).items():
+            if value is None:
+                out[path] = ([], None)
+            else:
+                children, stat = value
+                out[path] = (sorted(children), (stat.czxid, stat.cversion))
+        return out
 
     def nodes(self, paths: Sequence[str]) -> dict[str, ZnodeInfo | None]:
         """``{path: ZnodeInfo}``; ``None`` for a znode that does not exist."""

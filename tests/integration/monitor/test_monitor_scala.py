@@ -91,3 +91,37 @@ def test_garbage_offset_and_unreachable_broker_are_partition_errors(
         polls = mon.monitor.state.polls
         mon.wait_status("g", "ERR")
         wait_until(lambda: mon.monitor.state.polls > polls + 2, what="polls go on")
+
+
+def test_owner_values_are_read_again_only_when_their_directory_changed(
+        zk_connect, zk_client, zk_session, dev_broker):
+    from zkconsumer.monitor.sampler import Sampler
+
+    _produce(dev_broker(num_partitions=2), "events", 0, 1)
+    scala_member(zk_client, "g", "c1", {"events": 1})
+    scala_member(zk_client, "g", "c2", {"events": 1})
+    for p in ("0-0", "0-1"):
+        scala_owner(zk_client, "g", "events", p, "c1-0")
+        scala_commit(zk_client, "g", "events", p, 0)
+    sampler = Sampler(zk_session)
+    try:
+        first = sampler.poll()
+        second = sampler.poll()
+        assert second.zk_reads == first.zk_reads - 2  # the two owner znodes, cached
+        owners = {p.partition: p.owner for p in second.groups["g"].partitions}
+        assert owners == {"0-0": "c1-0", "0-1": "c1-0"}
+        # a rebalance: delete and re-create with another thread (cversion moves)
+        zk_client.delete("/consumers/g/owners/events/0-1")
+        scala_owner(zk_client, "g", "events", "0-1", "c2-0")
+        third = sampler.poll()
+        assert third.zk_reads == first.zk_reads
+        owners = {p.partition: p.owner for p in third.groups["g"].partitions}
+        assert owners == {"0-0": "c1-0", "0-1": "c2-0"}
+        # the whole directory re-created with the same number of changes: czxid differs
+        zk_client.delete("/consumers/g/owners/events", recursive=True)
+        scala_owner(zk_client, "g", "events", "0-0", "c2-0")
+        scala_owner(zk_client, "g", "events", "0-1", "c2-0")
+        owners = {p.partition: p.owner for p in sampler.poll().groups["g"].partitions}
+        assert owners == {"0-0": "c2-0", "0-1": "c2-0"}
+    finally:
+        sampler.close()

@@ -29,7 +29,12 @@ def test_readers_agree_with_the_session(zk_connect: str, zk_session: ZkSession,
         for reader in (bulk, pipe):
             assert reader.nodes(paths) == expected_nodes
             assert reader.children(paths) == expected_children
-        assert pipe.reads == bulk.reads == 2 * len(paths)
+            versioned = reader.children_versioned(paths)
+            assert {p: v[0] for p, v in versioned.items()} == expected_children
+            assert versioned["/missing"] == ([], None)
+            czxid, cversion = versioned["/a"][1]  # type: ignore[misc]
+            assert cversion >= 27 and czxid > 0
+        assert pipe.reads == bulk.reads == 3 * len(paths)
     with pytest.raises(ZooKeeperError, match="not open"):
         pipe.nodes(["/a"])
     with pytest.raises(ZooKeeperError, match="no ZooKeeper server answered"):
