@@ -41,6 +41,7 @@ class Broker(Protocol):
     def fetch(self, topic: str, partition: int, offset: int,
               max_size: int | None = None) -> FetchResponse: ...
 
+
 _LEN = struct.Struct(">i")
 #: A message entry is at least its magic byte and CRC (magic 0: 5 bytes after the length).
 _MIN_ENTRY = 5
