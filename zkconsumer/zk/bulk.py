@@ -28,11 +28,22 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkconsumer.zk.session import ZkSession, ZnodeInfo
 
-__all__ = ["BulkReader", "create_many"]
+__all__ = ["BulkReader", "create_many", "versioned_children"]
 
 #: Requests in flight at once: enough to hide the round trip on a LAN, small enough that a
 #: slow server sees a bounded queue from us.
 DEFAULT_WINDOW = 500
+
+
+def versioned_children(value: Any) -> tuple[list[str], tuple[int, int] | None]:
+    """A getChildren2 answer ``(children, stat)`` as ``(sorted children, (czxid,
+    cversion))``; ``None`` (no node) or a bare list (read without a stat) has no version."""
+    if value is None:
+        return [], None
+    if isinstance(value, list):
+        return sorted(value), None
+    children, stat = value
+    return sorted(children), (stat.czxid, stat.cversion)
 
 
 class BulkReader:
@@ -58,30 +69,13 @@ class BulkReader:
         ``([], None)`` for a missing znode or one read through the fallback (no stat)."""
         raw = self._pipeline(paths, "get_children_async", self.session.get_children,
                              include_data=True)
-        out: dict[str, tuple[list[str], tuple[int, int] | None]] = {}
-        for path, value in raw.items():
-            if value is None:
-                out[path] = ([], None)
-            elif isinstance(value, list):  # the fallback: children without a stat
-                out[path] = (sorted(value), None)
-            else:
-                children, stat = value
-                out[path] = (sorted(children), (stat.czxid, stat.cversion))
-        return out
+        return {path: versioned_children(value) for path, value in raw.items()}
 
     def nodes(self, paths: Sequence[str]) -> dict[str, ZnodeInfo | None]:
         """``{path: ZnodeInfo}``; ``None`` for a znode that does not exist."""
         raw = self._pipeline(paths, "get_async", self.session.get_node)
-        out: dict[str, ZnodeInfo | None] = {}
-        for path, value in raw.items():
-            if value is None or isinstance(value, ZnodeInfo):
-                out[path] = value
-            else:
-                data, stat = value
-                out[path] = ZnodeInfo(None if data is None else bytes(data), stat.version,
-                                      stat.ephemeralOwner, stat.numChildren, stat.ctime,
-                                      stat.mtime)
-        return out
+        return {path: value if value is None or isinstance(value, ZnodeInfo)
+                else ZnodeInfo.of(*value) for path, value in raw.items()}
 
     def _pipeline(self, paths: Sequence[str], method: str, fallback: Any,
                   **kw: Any) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from kazoo.protocol.serialization import (
 )
 
 from zkconsumer.errors import ZooKeeperError
+from zkconsumer.zk.bulk import versioned_children
 from zkconsumer.zk.session import ZnodeInfo
 
 __all__ = ["PipelinedReader"]
@@ -131,27 +132,13 @@ class PipelinedReader:
 
         ``(czxid, cversion)`` changes whenever a child is created or deleted (and when the
         znode itself is re-created), so a caller may cache what it read below it."""
-        out: dict[str, tuple[list[str], tuple[int, int] | None]] = {}
-        for path, value in self._pipeline(paths, GetChildren2).items():
-            if value is None:
-                out[path] = ([], None)
-            else:
-                children, stat = value
-                out[path] = (sorted(children), (stat.czxid, stat.cversion))
-        return out
+        return {path: versioned_children(value)
+                for path, value in self._pipeline(paths, GetChildren2).items()}
 
     def nodes(self, paths: Sequence[str]) -> dict[str, ZnodeInfo | None]:
         """``{path: ZnodeInfo}``; ``None`` for a znode that does not exist."""
-        out: dict[str, ZnodeInfo | None] = {}
-        for path, value in self._pipeline(paths, GetData).items():
-            if value is None:
-                out[path] = None
-            else:
-                data, stat = value
-                out[path] = ZnodeInfo(None if data is None else bytes(data), stat.version,
-                                      stat.ephemeralOwner, stat.numChildren, stat.ctime,
-                                      stat.mtime)
-        return out
+        return {path: None if value is None else ZnodeInfo.of(*value)
+                for path, value in self._pipeline(paths, GetData).items()}
 
     def _pipeline(self, paths: Sequence[str], kind: Any) -> dict[str, Any]:
         if self._sock is None:

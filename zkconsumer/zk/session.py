@@ -132,6 +132,12 @@ class ZnodeInfo:
     def ephemeral(self) -> bool:
         return self.ephemeral_owner != 0
 
+    @classmethod
+    def of(cls, data: bytes | bytearray | None, stat: Any) -> ZnodeInfo:
+        """From a kazoo get answer: the data and its ``ZnodeStat``."""
+        return cls(None if data is None else bytes(data), stat.version, stat.ephemeralOwner,
+                   stat.numChildren, stat.ctime, stat.mtime)
+
 
 # Errors that mean "try again once the connection is back" (zkclient retryUntilConnected).
 _RETRIABLE = (ConnectionLoss, OperationTimeoutError)
@@ -405,8 +411,7 @@ class ZkSession:
             data, stat = self._op("get", path, lambda: self.client.get_async(path))
         except NoNodeError:
             return None
-        return ZnodeInfo(None if data is None else bytes(data), stat.version,
-                         stat.ephemeralOwner, stat.numChildren, stat.ctime, stat.mtime)
+        return ZnodeInfo.of(data, stat)
 
     def get_children(self, path: str) -> list[str]:
         """Child names, sorted; ``[]`` if the znode does not exist (getChildrenParentMayNotExist)."""
