@@ -42,7 +42,7 @@ from zkconsumer.mirror.checkpoints import HEADER_SOURCE
 from zkconsumer.mirror.config import MirrorConfig, Partitioning
 from zkconsumer.mirror.lanes import LaneState, LaneStatus
 from zkconsumer.mirror.metrics import MirrorStats
-from zkconsumer.mirror.runtime import Every, Runtime, Stopped, close_all
+from zkconsumer.mirror.runtime import Every, Runtime, RuntimeEngine, Stopped, close_all
 from zkconsumer.mirror.targets import LIBRDKAFKA_LOG
 from zkconsumer.producer.partitioning import PartitionChooser
 from zkconsumer.protocol import default_partition
@@ -104,7 +104,7 @@ class _Lane:
         self.done = -1  # next source offset whose predecessors are all in 0.7
 
 
-class Bridge:
+class Bridge(RuntimeEngine):
     """One bridge process (module docstring)."""
 
     def __init__(self, config: MirrorConfig, source: SourceSpec, *,
@@ -128,36 +128,22 @@ class Bridge:
         self._consumer: Any = None
         self._started = False
 
-    # -- control ------------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        self.runtime.stop()
-
-    @property
-    def stopping(self) -> bool:
-        return self.runtime.stopping
+    # -- control (stop, run: `RuntimeEngine`) --------------------------------------------------
 
     @property
     def lanes(self) -> dict[tuple[str, int], _Lane]:
         return self._lanes
 
-    def run(self) -> None:
-        """Bridge until `stop`; raises on a fatal error (after committing what is safe)."""
+    def _start(self) -> None:
         from confluent_kafka import Consumer
 
-        try:
-            self.runtime.retrying("connecting to the 0.7 cluster", self.sink.open,
-                                  final=(ConfigurationError, TargetError))
-            self._consumer = Consumer(self.source.consumer_config())
-            topics = list(self.source.topics) or [f"^{self.source.pattern}"]
-            self._consumer.subscribe(topics, on_assign=self._on_assign,
-                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
-            self._started = True
-            self._loop()
-        except Stopped:
-            pass
-        finally:
-            self._shutdown()
+        self.runtime.retrying("connecting to the 0.7 cluster", self.sink.open,
+                              final=(ConfigurationError, TargetError))
+        self._consumer = Consumer(self.source.consumer_config())
+        topics = list(self.source.topics) or [f"^{self.source.pattern}"]
+        self._consumer.subscribe(topics, on_assign=self._on_assign,
+                                 on_revoke=self._on_revoke, on_lost=self._on_lost)
+        self._started = True
 
     # -- rebalance (called from consume(), on the loop thread) ----------------------------------
 

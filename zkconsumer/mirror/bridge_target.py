@@ -45,13 +45,12 @@ from collections.abc import Mapping, Sequence
 
 from zkconsumer.client import BrokerConnection, SimpleConsumer, confirmed_produce
 from zkconsumer.errors import (
-    ConfigurationError,
     MirrorError,
     TargetError,
 )
+from zkconsumer.mirror.kafka07 import producer07_config
 from zkconsumer.mirror.runtime import Runtime, Stopped
 from zkconsumer.producer.cluster import ZkClusterView
-from zkconsumer.producer.config import ProducerConfig
 from zkconsumer.producer.encoding import encode_set
 from zkconsumer.producer.partitioning import BrokerPartition
 from zkconsumer.protocol import Compression, ProduceRequest
@@ -90,16 +89,7 @@ class Kafka07Sink:
 
     def __init__(self, zk_connect: str, options: Mapping[str, str], group: str,
                  runtime: Runtime, *, flush_wait: float = 10.0) -> None:
-        props = dict(options)
-        for forbidden in ("zk.connect", "broker.list", "producer.type", "partitioner.class"):
-            if forbidden in props:
-                raise ConfigurationError(f"target.{forbidden} is set by the bridge")
-        try:
-            self.config = ProducerConfig.from_properties(
-                props, zk_connect=zk_connect, producer_type="sync", confirm=True,
-                num_retries=0)
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"target (0.7 producer) settings: {exc}") from exc
+        self.config = producer07_config(zk_connect, options)
         self.zk_connect = zk_connect
         self.description = f"kafka07://{zk_connect}"
         self.group = group

@@ -53,7 +53,7 @@ from zkconsumer.mirror.lanes import LaneState, LaneStatus
 from zkconsumer.mirror.loopguard import LoopGuard, inside
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
-from zkconsumer.mirror.runtime import Every, Runtime, SourceView, Stopped, close_all
+from zkconsumer.mirror.runtime import Every, Runtime, RuntimeEngine, SourceView, close_all
 from zkconsumer.mirror.targets import RunItem, Target
 from zkconsumer.mirror.tracker import AckTracker, Entry
 
@@ -139,7 +139,7 @@ class _Listener:
         log.debug("source consumer state %s", state)
 
 
-class Mirror:
+class Mirror(RuntimeEngine):
     """One at-least-once mirror process (see the module docstring)."""
 
     def __init__(self, config: MirrorConfig, consumer: GroupConsumer, target: Target, *,
@@ -169,31 +169,15 @@ class Mirror:
         self._closers = list(closers)
         consumer.add_listener(_Listener(self))
 
-    # -- control ------------------------------------------------------------------------------
+    # -- control (stop, run: `RuntimeEngine`) --------------------------------------------------
 
-    def stop(self) -> None:
-        """Ask `run` to finish (safe from a signal handler or another thread)."""
-        self.runtime.stop()
-
-    @property
-    def stopping(self) -> bool:
-        return self.runtime.stopping
-
-    def run(self) -> None:
-        """Mirror until `stop`; then shut down cleanly.  Raises on a fatal error (after
-        committing everything that is safe)."""
-        try:
-            self.runtime.retrying(f"connecting to target {self.target.description}",
-                                  self.target.open)
-            if self.view is not None:
-                self._guard = LoopGuard(self.view)
-            self.consumer.start()
-            self._started = True
-            self._loop()
-        except Stopped:
-            pass
-        finally:
-            self._shutdown()
+    def _start(self) -> None:
+        self.runtime.retrying(f"connecting to target {self.target.description}",
+                              self.target.open)
+        if self.view is not None:
+            self._guard = LoopGuard(self.view)
+        self.consumer.start()
+        self._started = True
 
     # -- the loop -----------------------------------------------------------------------------
 

@@ -74,7 +74,14 @@ from zkconsumer.mirror.lanes import LaneState
 from zkconsumer.mirror.loopguard import LoopGuard, inside
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router, murmur2_partition
-from zkconsumer.mirror.runtime import Every, Runtime, SourceView, Stopped, close_all
+from zkconsumer.mirror.runtime import (
+    Every,
+    Runtime,
+    RuntimeEngine,
+    SourceView,
+    Stopped,
+    close_all,
+)
 from zkconsumer.mirror.targets import KafkaAdmin, producer_config
 
 if TYPE_CHECKING:
@@ -88,7 +95,7 @@ _FENCED = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH",
                      "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"})
 
 
-class ExactlyOnceMirror:
+class ExactlyOnceMirror(RuntimeEngine):
     """A mirror process writing ``kafka://`` targets in transactions (module docstring)."""
 
     def __init__(self, config: MirrorConfig, consumer: GroupConsumer, *,
@@ -124,32 +131,18 @@ class ExactlyOnceMirror:
                                    self._router, self._new_producer)
         consumer.add_listener(self)
 
-    # -- control ------------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        self.runtime.stop()
-
-    @property
-    def stopping(self) -> bool:
-        return self.runtime.stopping
+    # -- control (stop, run: `RuntimeEngine`) --------------------------------------------------
 
     @property
     def lanes(self) -> dict[tuple[str, str], EosLane]:
         return self._lanes
 
-    def run(self) -> None:
-        """Mirror until `stop`; raises on a fatal error (after committing what is safe)."""
-        try:
-            self._ensure_checkpoint_topic()
-            if self.view is not None:
-                self._guard = LoopGuard(self.view)
-            self.consumer.start()
-            self._started = True
-            self._loop()
-        except Stopped:
-            pass  # stop() during a target failure: what is committed is safe
-        finally:
-            self._shutdown()
+    def _start(self) -> None:
+        self._ensure_checkpoint_topic()
+        if self.view is not None:
+            self._guard = LoopGuard(self.view)
+        self.consumer.start()
+        self._started = True
 
     # -- target helpers -----------------------------------------------------------------------
 
@@ -227,15 +220,20 @@ class ExactlyOnceMirror:
                     if lane is not None:
                         self._release(lane, "revoked")
 
+    def _commit_last(self, lane: EosLane) -> None:
+        """Commit what the lane handled, once, without retrying (a release or a stop)."""
+        if lane.tail is None or self.runtime.fatal is not None:
+            return
+        try:
+            self._commit_lane(lane, retry=False)
+        except Exception as exc:
+            log.warning("%s/%s: last transaction not committed (%r); whoever owns the "
+                        "partition next resumes from the target's checkpoint", lane.topic,
+                        lane.partition, exc)
+
     def _release(self, lane: EosLane, why: str) -> None:
         """Commit what the lane handled (the next owner resumes after it), close, release."""
-        if lane.tail is not None and self.runtime.fatal is None:
-            try:
-                self._commit_lane(lane, retry=False)
-            except Exception as exc:
-                log.warning("%s/%s: last transaction not committed (%r); the next owner "
-                            "resumes from the target's checkpoint", lane.topic,
-                            lane.partition, exc)
+        self._commit_last(lane)
         lane.close_producer()
         if lane.status.live:
             lane.status.move(LaneState.RELEASED, why)
@@ -465,13 +463,7 @@ class ExactlyOnceMirror:
             if self._started and self.runtime.fatal is None:
                 with self._lock:
                     for lane in list(self._lanes.values()):
-                        if lane.tail is not None:
-                            try:
-                                self._commit_lane(lane, retry=False)
-                            except Exception as exc:
-                                log.warning("%s/%s: last transaction not committed (%r); it "
-                                            "is mirrored again on restart", lane.topic,
-                                            lane.partition, exc)
+                        self._commit_last(lane)
                 self._zk_commit()
         finally:
             try:

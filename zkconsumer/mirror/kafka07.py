@@ -30,13 +30,16 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ConfigurationError, MessageTooLargeError, TargetError
 from zkconsumer.mirror.targets import DoneCallback, RunItem
 from zkconsumer.protocol import default_partition
 
-__all__ = ["Kafka07Target"]
+if TYPE_CHECKING:
+    from zkconsumer.producer.config import ProducerConfig
+
+__all__ = ["Kafka07Target", "producer07_config"]
 
 log = logging.getLogger(__name__)
 
@@ -44,25 +47,33 @@ log = logging.getLogger(__name__)
 _Item = tuple[str, list[tuple[bytes, "str | None"]], DoneCallback]
 
 
+def producer07_config(zk_connect: str, options: Mapping[str, str],
+                      **overrides: Any) -> ProducerConfig:
+    """The 0.7 producer settings of a mirror target: ``target.*`` properties, then what the
+    mirror owns (ZooKeeper mode, sync and confirmed, no producer-side retries -- they would
+    move a chunk to another partition; the mirror retries on the same route)."""
+    from zkconsumer.producer.config import ProducerConfig
+
+    props = dict(options)
+    for forbidden in ("zk.connect", "broker.list", "producer.type", "partitioner.class"):
+        if forbidden in props:
+            raise ConfigurationError(f"target.{forbidden} is set by the mirror")
+    try:
+        return ProducerConfig.from_properties(props, zk_connect=zk_connect,
+                                              producer_type="sync", confirm=True,
+                                              num_retries=0, **overrides)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"target (0.7 producer) settings: {exc}") from exc
+
+
 class Kafka07Target:
     """A 0.7 cluster reached through its ZooKeeper (see module docstring)."""
 
     def __init__(self, zk_connect: str, options: Mapping[str, str] | None = None, *,
                  batch_size: int = 1000) -> None:
-        from zkconsumer.producer.config import ProducerConfig
-
         self.zk_connect = zk_connect
         self.description = f"kafka07://{zk_connect}"
-        props = dict(options or {})
-        for forbidden in ("zk.connect", "broker.list", "producer.type", "partitioner.class"):
-            if forbidden in props:
-                raise ConfigurationError(f"target.{forbidden} is set by the mirror")
-        try:
-            self._config = ProducerConfig.from_properties(
-                props, zk_connect=zk_connect, producer_type="sync", confirm=True,
-                num_retries=0, partitioner="hash")
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"target (0.7 producer) settings: {exc}") from exc
+        self._config = producer07_config(zk_connect, options or {}, partitioner="hash")
         self._batch_size = batch_size
         self._producer: Any = None
         self._producer_lock = threading.Lock()

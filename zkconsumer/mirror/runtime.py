@@ -35,7 +35,7 @@ from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.zk.paths import BridgeCheckpoint
 
-__all__ = ["Every", "Runtime", "SourceView", "Stopped", "close_all"]
+__all__ = ["Every", "Runtime", "RuntimeEngine", "SourceView", "Stopped", "close_all"]
 
 log = logging.getLogger(__name__)
 
@@ -164,3 +164,38 @@ class Runtime:
                 continue
             self.succeeded()
             return result
+
+
+class RuntimeEngine:
+    """The control surface every engine shares: `stop`, `stopping`, and `run` as start ->
+    loop -> shutdown, where a `Stopped` (stop while waiting for the target) is a clean end
+    and shutdown always runs (it commits what is safe and closes)."""
+
+    runtime: Runtime
+
+    def stop(self) -> None:
+        """Ask `run` to finish (safe from a signal handler or another thread)."""
+        self.runtime.stop()
+
+    @property
+    def stopping(self) -> bool:
+        return self.runtime.stopping
+
+    def run(self) -> None:
+        """Run until `stop`; raises a fatal error after shutting down cleanly."""
+        try:
+            self._start()
+            self._loop()
+        except Stopped:
+            pass
+        finally:
+            self._shutdown()
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+    def _shutdown(self) -> None:
+        raise NotImplementedError

@@ -322,38 +322,7 @@ class KafkaTarget:
 
     def send(self, topic: str, value: bytes, partition: int | None, key: bytes | None,
              on_done: DoneCallback) -> None:
-        from confluent_kafka import KafkaError, KafkaException
-
-        def delivered(err: Any, _msg: Any) -> None:
-            if err is None:
-                on_done(None)
-                return
-            self.check_idempotence_error(err.name(), err.str())
-            on_done(KafkaException(err))
-
-        kwargs: dict[str, Any] = {"on_delivery": delivered}
-        if partition is not None:
-            kwargs["partition"] = partition
-        if key is not None:
-            kwargs["key"] = key
-        while True:
-            producer = self._producer
-            try:
-                if producer is None:
-                    self.open()
-                    continue
-                producer.produce(topic, value, **kwargs)
-                return
-            except BufferError:
-                producer.poll(0.05)  # queue full: let deliveries drain (backpressure)
-            except KafkaException as exc:
-                err = exc.args[0]
-                if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                    raise TargetError(f"target client refuses a {len(value)}-byte message for "
-                                      f"{topic}: {err.str()} (raise target.message.max.bytes)"
-                                      ) from exc
-                on_done(exc)  # transient (e.g. unknown partition): the engine retries
-                return
+        self.send_run(topic, [(value, partition, key)], on_done)
 
     def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback) -> None:
         """The batch path: ``produce`` per message straight into librdkafka, one shared

@@ -8,35 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from bridge_helpers import read_07, register_topic
 from fixtures.waiting import wait_until
 from mirror_helpers import committed, log_ends, produce
 
-from zkconsumer.client import BrokerConnection, SimpleConsumer
-from zkconsumer.client import produce as raw_produce
-from zkconsumer.protocol import Compression, encode_message_set
-from zkconsumer.zk.registry import read_brokers, read_partition_names
-from zkconsumer.zk.session import ZkSession
-
-
-def read_07(zk_connect: str, topic: str) -> dict[str, list[bytes]]:
-    out: dict[str, list[bytes]] = {}
-    with ZkSession(zk_connect) as s:
-        brokers = read_brokers(s)
-        names = read_partition_names(s, topic)
-    for name in names:
-        b, p = (int(x) for x in name.split("-"))
-        with SimpleConsumer(brokers[b].host, brokers[b].port) as c:
-            out[name] = [m.value for m in c.iter_messages(topic, p, 0)]
-    return out
-
-
-def register_topic(brokers: list, topic: str, partitions: int) -> None:
-    """Create the target topic the 0.7 way: an empty message set creates the log and the
-    broker registers the topic in ZooKeeper."""
-    for broker in brokers:
-        with BrokerConnection(broker.host, broker.port) as conn:
-            for p in range(partitions):
-                raw_produce(conn, topic, p, encode_message_set([]), confirm=True)
+from zkconsumer.protocol import Compression
 
 
 def test_mirror_between_two_07_clusters_preserves_partitions(
