@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 import threading
 from typing import Any
 
-from zkconsumer.errors import ConfigurationError, ZkConsumerError
+from zkconsumer.errors import ConfigurationError, UsageError, ZkConsumerError
 from zkconsumer.monitor.evaluator import EvalConfig
 from zkconsumer.monitor.model import GroupEval, Status, exit_status
 from zkconsumer.monitor.notifier import Notifier, redact_url
@@ -95,12 +96,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _config(args: argparse.Namespace) -> EvalConfig:
     if args.history < args.window + 1:
-        raise ConfigurationError(f"--history ({args.history}) must be > --window "
+        raise UsageError(f"--history ({args.history}) must be > --window "
                                  f"({args.window})")
+    if args.groups is not None:
+        try:
+            re.compile(args.groups)
+        except re.error as exc:
+            raise UsageError(f"--groups {args.groups!r} is not a regex: {exc}") from None
     if args.json and not args.once:
-        raise ConfigurationError("--json goes with --once (the server has /v1/groups)")
-    return EvalConfig(window=args.window, interval=args.interval, allowed_lag=args.allowed_lag,
-                      err_cycles=1 if args.once else args.err_polls)
+        raise UsageError("--json goes with --once (the server has /v1/groups)")
+    try:
+        return EvalConfig(window=args.window, interval=args.interval,
+                          allowed_lag=args.allowed_lag,
+                          err_cycles=1 if args.once else args.err_polls)
+    except ConfigurationError as exc:  # a flag's value: a usage error (exit 2)
+        raise UsageError(str(exc)) from None
 
 
 def main(args: argparse.Namespace) -> int:

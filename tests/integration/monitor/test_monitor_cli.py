@@ -88,6 +88,9 @@ def test_help_and_unreachable_zookeeper() -> None:
     help_text = " ".join(help_text.split())
     for needle in ("default: 127.0.0.1", "default: 30", "STALL", "exit status", "--once"):
         assert needle in help_text
+    for bad in (["--groups", "("], ["--window", "1"], ["--history", "5"]):
+        usage = monitor_once("127.0.0.1:1", *bad)
+        assert usage.returncode == 2 and usage.stderr.count("\n") == 1, usage.stderr
     done = monitor_once("127.0.0.1:1")
     assert done.returncode == 3, done.stderr
     assert done.stderr.strip().startswith("zkconsumer monitor: error:")
