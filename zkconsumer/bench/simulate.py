@@ -102,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"# duplicates: {summary.duplicates} messages delivered again, at most "
           f"{summary.duplicate_age:.1f} s after their first delivery; zombie deliveries within "
           f"the {ZOMBIE_BOUND:g} s bound: {summary.zombie}; slowest convergence "
-          f"{summary.converge_max:.1f} s after the last fault")
+          f"{summary.converge_s:.1f} s after the last fault")
     print(summary.line())
     return 1 if summary.failed else 0
 

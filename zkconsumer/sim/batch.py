@@ -18,46 +18,26 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from zkconsumer.sim.run import Outcome, Spec, run_schedule
+from zkconsumer.sim.run import Counts, Outcome, Spec, run_schedule
 
 __all__ = ["Summary", "quiet", "run_many"]
 
 
 @dataclass(slots=True)
-class Summary:
+class Summary(Counts):
     """What N schedules found (see `line` for the one-line form)."""
 
     schedules: int = 0
     failed: list[Outcome] = field(default_factory=list)
-    rebalances: int = 0
-    ops: list[int] = field(default_factory=list)
-    duplicates: int = 0
-    duplicate_age: float = 0.0
-    scala_stale: int = 0
-    zombie: int = 0
-    scala_zombie: int = 0
-    scala_gave_up: int = 0
-    waived: int = 0
     with_scala: int = 0
-    converge_max: float = 0.0
     seconds: float = 0.0
 
     def add(self, outcome: Outcome) -> None:
         self.schedules += 1
         if outcome.violations:
             self.failed.append(outcome)
-        self.rebalances += outcome.rebalances
-        self.ops.extend(outcome.ops)
-        self.duplicates += outcome.duplicates
-        self.duplicate_age = max(self.duplicate_age, outcome.duplicate_age)
-        self.scala_stale += outcome.scala_stale
-        self.zombie += outcome.zombie
-        self.scala_zombie += outcome.scala_zombie
-        self.scala_gave_up += outcome.scala_gave_up
-        self.waived += outcome.waived
         self.with_scala += outcome.scala_members > 0
-        if outcome.converge_s is not None:
-            self.converge_max = max(self.converge_max, outcome.converge_s)
+        self.add_counts(outcome)
 
     @property
     def ops_median(self) -> float:

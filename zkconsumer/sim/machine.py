@@ -66,8 +66,8 @@ from zkconsumer.consumer.member_machine import MemberMachine
 from zkconsumer.consumer.member_state import MemberConfig
 from zkconsumer.sim.client import ZkClient
 from zkconsumer.sim.invariants import Checker
-from zkconsumer.sim.loop import Loop, Process
-from zkconsumer.sim.world import Cluster, Feed
+from zkconsumer.sim.loop import Loop
+from zkconsumer.sim.world import Cluster, Feed, MemberProcess
 from zkconsumer.sim.zk import ZooKeeper
 from zkconsumer.zk.paths import TopicCount, consumer_ids_path, topic_path
 
@@ -76,7 +76,7 @@ __all__ = ["MachineMember"]
 _REQUESTS = (GetData, GetChildren, Exists, Create, SetData, Delete, Multi)
 
 
-class MachineMember:
+class MachineMember(MemberProcess):
     """One zkconsumer member: the real machine plus this executor (see module docstring)."""
 
     kind = "zkconsumer"
@@ -84,12 +84,10 @@ class MachineMember:
     def __init__(self, loop: Loop, zk: ZooKeeper, cluster: Cluster, checker: Checker,
                  group: str, consumer_id: str, topics: dict[str, int], *,
                  autocommit_s: float = 10.0, session_timeout_s: float = 6.0) -> None:
-        self.loop = loop
+        super().__init__(loop, consumer_id)
         self.checker = checker
         self.group = group
-        self.consumer_id = consumer_id
         self.topics = list(topics)
-        self.proc = Process(consumer_id)
         self.client = ZkClient(zk, self.proc, session_timeout_s, self._on_reply,
                                self._on_watch, self._on_state)
         self.feed = Feed(loop, cluster, self.proc, consumer_id, checker, self._on_ack,
@@ -99,10 +97,6 @@ class MachineMember:
             autocommit_interval_ms=int(autocommit_s * 1000),
             zk_session_timeout_ms=int(session_timeout_s * 1000)))
         self.retry_for = 2 * session_timeout_s  # sessiontimeout + connectiontimeout
-        self.gave_up = 0
-        self.rebalances = 0
-        self.rebalance_ops: list[int] = []
-        self.exited = False
         self.started = False
         self.closing = False
         self.health = False
@@ -115,27 +109,13 @@ class MachineMember:
 
     # -- Member --------------------------------------------------------------------------------
 
-    @property
-    def alive(self) -> bool:
-        return not self.exited
-
     def start(self) -> None:
         self.client.connect()
-
-    def kill(self) -> None:
-        self.exited = True
-        self.loop.kill(self.proc)
-        self.client.vanish()
-        self.feed.stop()
 
     def terminate(self, deadline: float) -> None:
         self.closing = True
         self.loop.at(self.loop.now, self._handle, CloseRequested(deadline), proc=self.proc)
-        self.loop.at(deadline, self._deadline, proc=self.proc)
-
-    def _deadline(self) -> None:
-        if not self.exited:
-            self.kill()
+        self.kill_at(deadline)
 
     def watches(self) -> list[str]:
         return [consumer_ids_path(self.group)] + [topic_path(t) for t in self.topics]
@@ -259,10 +239,7 @@ class MachineMember:
             self.loop.at(self.loop.now, self.kill, proc=self.proc)
 
     def _close_session(self, command: CloseSession) -> None:
-        self.exited = True
-        self.feed.stop()
-        self.client.close()
-        self.loop.kill(self.proc)
+        self.exit()
 
     def _health(self, command: ReportHealth) -> None:
         self.health = command.watches_armed

@@ -53,23 +53,42 @@ class Spec:
 
 
 @dataclass(slots=True)
-class Outcome:
-    seed: int
-    members: int
-    scala_members: int
-    partitions: int
-    faults: int
-    violations: list[str] = field(default_factory=list)
+class Counts:
+    """What schedules count: one schedule's (`Outcome`) or many summed (`batch.Summary`).
+    ``duplicate_age`` and ``converge_s`` are maxima; everything else adds up."""
+
     rebalances: int = 0
-    ops: list[int] = field(default_factory=list)
+    ops: list[int] = field(default_factory=list)  # ZooKeeper requests, one per rebalance
     duplicates: int = 0
     duplicate_age: float = 0.0
     scala_stale: int = 0
     zombie: int = 0
     scala_zombie: int = 0
     scala_gave_up: int = 0
-    waived: bool = False
-    converge_s: float | None = None
+    waived: int = 0  # schedules where a Scala member gave up (liveness/no loss waived)
+    converge_s: float = 0.0  # after the last fault (slowest, when summed)
+
+    def add_counts(self, other: Counts) -> None:
+        self.rebalances += other.rebalances
+        self.ops.extend(other.ops)
+        self.duplicates += other.duplicates
+        self.duplicate_age = max(self.duplicate_age, other.duplicate_age)
+        self.scala_stale += other.scala_stale
+        self.zombie += other.zombie
+        self.scala_zombie += other.scala_zombie
+        self.scala_gave_up += other.scala_gave_up
+        self.waived += other.waived
+        self.converge_s = max(self.converge_s, other.converge_s)
+
+
+@dataclass(slots=True)
+class Outcome(Counts):
+    seed: int = 0
+    members: int = 0
+    scala_members: int = 0
+    partitions: int = 0
+    faults: int = 0
+    violations: list[str] = field(default_factory=list)
     sim_s: float = 0.0
     steps: int = 0
     trace: list[str] = field(default_factory=list)
@@ -124,7 +143,8 @@ class World:
             self.cluster.add_topic("t1", 0, rng.randint(1, 4))
         self.streams = spec.streams
         self._next_member = 0
-        self.outcome = Outcome(spec.seed, n_members, n_scala, partitions, 0)
+        self.outcome = Outcome(seed=spec.seed, members=n_members, scala_members=n_scala,
+                               partitions=partitions)
         kinds = ["scala"] * n_scala + ["zkconsumer"] * (n_members - n_scala)
         for kind in kinds:
             self.add_member(kind, rng.uniform(0.0, spec.start_window))
@@ -196,10 +216,12 @@ def _run(world: World, spec: Spec) -> Outcome:
     loop.at(last, _stop_producing, world)
     deadline = last + LIVENESS_BOUND
     state: dict[str, str | None] = {"converged": "not checked", "drained": "not checked"}
+    converged_once: list[bool] = []
 
     def check() -> None:
         reason = checker.converged(world.topics)
-        if reason is None and outcome.converge_s is None:
+        if reason is None and not converged_once:
+            converged_once.append(True)
             outcome.converge_s = loop.now - last
         state["converged"] = reason
         state["drained"] = checker.drained() if reason is None else "not converged"
@@ -214,7 +236,7 @@ def _run(world: World, spec: Spec) -> Outcome:
     outcome.scala_gave_up = sum(m.gave_up for m in members if m.kind == "scala")
     # A Scala member that gave up either stayed registered owning nothing or exited: the
     # group cannot be expected to converge or drain after that (REFERENCE §2.2).
-    outcome.waived = outcome.scala_gave_up > 0
+    outcome.waived = int(outcome.scala_gave_up > 0)
     if not checker.violations:
         for m in members:
             if m.kind != "scala" and m.gave_up:

@@ -36,9 +36,9 @@ from zkconsumer.consumer.member_commands import Create, Delete, GetChildren, Get
 from zkconsumer.consumer.member_events import ConnState, Key, WatchKind, ZkError, ZkReply
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.sim.client import ZkClient
-from zkconsumer.sim.loop import Loop, Process
+from zkconsumer.sim.loop import Loop
 from zkconsumer.sim.threads import WAIT_CONNECTED, Lock, Signal, Step, Threads
-from zkconsumer.sim.world import Cluster, Feed, Observer
+from zkconsumer.sim.world import Cluster, Feed, MemberProcess, Observer
 from zkconsumer.sim.zk import ZooKeeper
 from zkconsumer.zk.paths import (
     TopicCount,
@@ -76,7 +76,7 @@ class _Info:
         self.consumed = consumed
 
 
-class ScalaMember:
+class ScalaMember(MemberProcess):
     """One Scala 0.7.2 consumer process (see the module docstring)."""
 
     kind = "scala"
@@ -84,12 +84,10 @@ class ScalaMember:
     def __init__(self, loop: Loop, zk: ZooKeeper, cluster: Cluster, observer: Observer,
                  group: str, consumer_id: str, topics: dict[str, int],
                  config: ScalaConfig | None = None) -> None:
-        self.loop = loop
+        super().__init__(loop, consumer_id)
         self.group = group
-        self.consumer_id = consumer_id
         self.config = config or ScalaConfig()
         self.topic_count = TopicCount.static(topics)
-        self.proc = Process(consumer_id)
         self.threads = Threads(loop, self.proc)
         self.client = ZkClient(zk, self.proc, self.config.session_timeout,
                                self.threads.on_reply, self._on_watch, self._on_state)
@@ -101,10 +99,6 @@ class ScalaMember:
         self.lock = Lock(self.threads)
         self.triggered = Signal(self.threads)
         self.watched: dict[str, tuple[str, ...] | None] = {}
-        self.gave_up = 0
-        self.exited = False
-        self.rebalances = 0
-        self.rebalance_ops: list[int] = []
         self._events: list[Step] = []
         self._event_busy = False
         self._session: int | None = None
@@ -117,34 +111,16 @@ class ScalaMember:
         self.threads.spawn("autocommit", self._autocommit())
         self.threads.spawn("watcher", self._watcher())
 
-    def kill(self) -> None:
-        """kill -9: nothing more runs; the session lives until it times out."""
-        self.exited = True
-        self.loop.kill(self.proc)
-        self.client.vanish()
-        self.feed.stop()
-
     def terminate(self, deadline: float) -> None:
         """SIGTERM with a shutdown hook: ``shutdown()`` -- stop fetchers, commit, close."""
         self.threads.spawn("shutdown", self._shutdown())
-        self.loop.at(deadline, self._deadline, proc=self.proc)
-
-    def _deadline(self) -> None:
-        if not self.exited:
-            self.kill()
+        self.kill_at(deadline)
 
     def _shutdown(self) -> Step:
         self.feed.stop()
         yield from self._commit()
-        self.exited = True
-        self.feed.stop()
-        self.client.close()
         self.threads.stop_all()
-        self.loop.kill(self.proc)
-
-    @property
-    def alive(self) -> bool:
-        return not self.exited
+        self.exit()
 
     def owned(self) -> list[Key]:
         return self.feed.active()

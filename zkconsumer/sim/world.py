@@ -24,11 +24,12 @@ from typing import Protocol
 
 from zkconsumer.consumer.member_commands import Create
 from zkconsumer.consumer.member_events import Key
+from zkconsumer.sim.client import ZkClient
 from zkconsumer.sim.loop import Loop, Process
 from zkconsumer.sim.zk import ZooKeeper
 from zkconsumer.zk.paths import BrokerInfo, broker_id_path, partition_name, topic_broker_path
 
-__all__ = ["Cluster", "Feed", "Observer"]
+__all__ = ["Cluster", "Feed", "MemberProcess", "Observer"]
 
 FETCH_BACKOFF = 1.0
 MAX_BATCH = 50
@@ -197,3 +198,48 @@ class Feed:
     def _ack(self, key: Key, start: int, end: int, epoch: int) -> None:
         self.observer.acked(key, start, end)
         self.on_ack(key, end, epoch)
+
+
+class MemberProcess:
+    """What every simulated member (Scala model or machine executor) shares: its process,
+    its ZooKeeper client and feed (set by the subclass), kill -9, the end of a SIGTERM's
+    grace period, a clean exit, and the counters the harness reads."""
+
+    kind = ""
+    client: ZkClient
+    feed: Feed
+
+    def __init__(self, loop: Loop, consumer_id: str) -> None:
+        self.loop = loop
+        self.consumer_id = consumer_id
+        self.proc = Process(consumer_id)
+        self.gave_up = 0
+        self.rebalances = 0
+        self.rebalance_ops: list[int] = []
+        self.exited = False
+
+    @property
+    def alive(self) -> bool:
+        return not self.exited
+
+    def kill(self) -> None:
+        """kill -9: nothing more runs; the session lives until it times out."""
+        self.exited = True
+        self.loop.kill(self.proc)
+        self.client.vanish()
+        self.feed.stop()
+
+    def exit(self) -> None:
+        """A clean exit: fetchers stopped, the session closed (its ephemerals vanish now)."""
+        self.exited = True
+        self.feed.stop()
+        self.client.close()
+        self.loop.kill(self.proc)
+
+    def kill_at(self, deadline: float) -> None:
+        """The end of a SIGTERM's grace period: still running then means kill -9."""
+        self.loop.at(deadline, self._deadline, proc=self.proc)
+
+    def _deadline(self) -> None:
+        if not self.exited:
+            self.kill()
