@@ -191,6 +191,8 @@ def _run(steps: dict[int, Any], shell: Shell, zk: str, bootstrap: str) -> None:
     wait_until(lambda: in07().total() >= direct.total() + 100, timeout=120, what="the bridge")
     shell.terminate(bridge)
     assert in07() == direct + Counter(v for _k, v in direct3)
+    refused = shell.run(steps[7].sh[1], expect=1)  # not at the end of the bridge's writes
+    assert "stopped inside them" in refused.stderr
     got_reports = Counter(consume07(zk, "reports", [TOPIC], None, expected=100))
     assert got_reports == Counter(v for _k, v in direct3)
     assert caught_up(zk, "reports")
