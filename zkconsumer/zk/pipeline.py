@@ -3,7 +3,8 @@
 Why not kazoo: its connection thread sends one request per wake-up of its select loop (one
 wake byte through a socket pair, one ``select``, one ``send`` per request), which caps a
 Python process at a few thousand reads a second however many requests are queued -- a
-monitor poll of 500 groups x 100 partitions (about 100,000 reads) took 17 s that way.  The
+monitor poll of 200 groups x 100 partitions (41,266 reads) took 9.2 s that way and 3.4 s
+here, side by side on a loaded 2-core machine (docs/performance.md).  The
 ZooKeeper wire protocol itself needs none of that: requests carry an ``xid`` and a server
 answers the requests of a session in order, so this reader opens its own short session,
 writes a window of requests in one ``sendall`` and parses the answers as they stream back.
