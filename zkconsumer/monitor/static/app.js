@@ -109,7 +109,12 @@ function trendCell(trend) {
             (trend > 0 ? "\u2191 +" : "\u2193 ") + bytes(trend));
 }
 
+// Worst first, so the group that needs a look is at the top (the monitor's severity order).
+const SEVERITY = ["OK", "NOTFOUND", "WARN", "REWIND", "STALL", "STOP", "ERR"];
+
 function renderOverview(groups) {
+  groups = [...groups].sort((a, b) => SEVERITY.indexOf(b.status) - SEVERITY.indexOf(a.status)
+                                      || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   const counts = {};
   for (const g of groups) counts[g.status] = (counts[g.status] || 0) + 1;
   document.getElementById("summary").textContent = groups.length + " group(s): " +
