@@ -108,7 +108,11 @@ class Kafka07DataSource(DataSource):  # type: ignore[misc]
         from zkconsumer.spark.writer import Kafka07Writer
 
         if overwrite:
+            # Spark refuses its default mode (errorifexists) for Python data sources and names
+            # Append or Overwrite: say which of the two, and that it is always needed.
             raise ConfigurationError(
-                'Kafka 0.7 topics cannot be overwritten; use .mode("append")')
+                'Kafka 0.7 topics cannot be overwritten, only appended to: write with '
+                '.mode("append") (always: Spark refuses its default mode, errorifexists, for '
+                'this source)')
         return Kafka07Writer(parse_write_options(self.options), schema)
 
