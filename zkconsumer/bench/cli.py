@@ -18,12 +18,12 @@ from types import ModuleType
 log = logging.getLogger(__name__)
 
 HELP = ("run a benchmark (codec, broker, produce, fetch, group, daemon, export, mirror, soak, "
-        "monitor, simulate)")
+        "monitor, simulate, zkconnect)")
 
 #: Benchmark names, in the order of ``zkconsumer bench --help``.
 NAMES: tuple[str, ...] = (
     "codec", "broker", "produce", "fetch", "group", "daemon", "export", "mirror", "soak",
-    "monitor", "simulate",
+    "monitor", "simulate", "zkconnect",
 )
 
 

@@ -16,7 +16,7 @@ from zkconsumer.cli import build_parser
 from zkconsumer.consumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.producer.config import ProducerConfig
-from zkconsumer.zk.security import KazooLog, Secret, ZkAcl, ZkSecurity
+from zkconsumer.zk.security import KazooLog, Secret, TlsHandler, ZkAcl, ZkSecurity
 from zkconsumer.zk.security_config import (
     add_zk_security_arguments,
     zk_security_flags,
@@ -107,9 +107,11 @@ def test_password_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_kazoo_arguments() -> None:
-    kw = ZkSecurity(tls_ca="ca.pem", tls_cert="c.pem", tls_key="k.pem").kazoo_kwargs()
-    assert kw == {"use_ssl": True, "ca": "ca.pem", "certfile": "c.pem", "keyfile": "k.pem",
+    kw = ZkSecurity(tls=True).kazoo_kwargs()
+    handler = kw.pop("handler")
+    assert kw == {"use_ssl": True, "ca": None, "certfile": None, "keyfile": None,
                   "verify_certs": True, "check_hostname": True}
+    assert isinstance(handler, TlsHandler) and handler._context.check_hostname
     kw = ZkSecurity(sasl_user="bob", password=Secret(SECRET), acl=ZkAcl.CREATOR).kazoo_kwargs()
     assert kw["sasl_options"] == {"mechanism": "DIGEST-MD5", "username": "bob",
                                   "password": SECRET}
