@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from mirror_helpers import committed, log_ends
 
@@ -67,15 +68,27 @@ def consume_target(bootstrap: str, group: str, topic: str, count: int | None, *,
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "isolation.level": "read_committed"})
-    got: list[bytes] = []
-    last: dict[int, int] = {}
     try:
         consumer.assign(consumer.committed([TopicPartition(topic, p) for p in range(n)],
                                            timeout=30))
-        want = count if count is not None else expected
-        assert want is not None
-        deadline = time.monotonic() + timeout
-        quiet_until = None
+    except BaseException:
+        consumer.close()
+        raise
+    return drain(consumer, count, expected=expected or 0, timeout=timeout)
+
+
+def drain(consumer: Any, count: int | None, *, expected: int = 0,
+          timeout: float = 60.0) -> list[bytes]:
+    """Poll a confluent-kafka consumer for ``count`` records (or: ``expected``, then nothing
+    more for `QUIET_S`), commit exactly what it got, close it."""
+    from confluent_kafka import TopicPartition
+
+    got: list[bytes] = []
+    last: dict[tuple[str, int], int] = {}
+    want = count if count is not None else expected
+    deadline = time.monotonic() + timeout
+    quiet_until = None
+    try:
         while time.monotonic() < deadline:
             if len(got) >= want:
                 if count is not None:
@@ -87,9 +100,9 @@ def consume_target(bootstrap: str, group: str, topic: str, count: int | None, *,
             if msg is None or msg.error() is not None:
                 continue
             got.append(msg.value())
-            last[msg.partition()] = msg.offset()
+            last[(msg.topic(), msg.partition())] = msg.offset()
         if last:
-            consumer.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()],
+            consumer.commit(offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()],
                             asynchronous=False)
     finally:
         consumer.close()

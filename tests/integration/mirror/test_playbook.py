@@ -9,14 +9,13 @@ message arrives, and a message arrives twice only where a plan said so.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import Any
 
 import pytest
 from bridge_helpers import produce_modern, read_07
 from fixtures.waiting import wait_until
-from group_helpers import QUIET_S, consume07, source_values
+from group_helpers import consume07, drain, source_values
 from mirror_helpers import committed, log_ends, produce
 from playbook import Shell, python_block, read_playbook
 
@@ -42,38 +41,6 @@ def modern_member(code: str, group: str, bootstrap: str) -> Any:
     exec(python_block(code, bootstrap).replace('"group.id": "billing"',
                                                f'"group.id": "{group}"'), namespace)
     return namespace["c"]
-
-
-def consume_modern(consumer: Any, count: int | None, *, expected: int = 0,
-                   timeout: float = 90.0) -> list[bytes]:
-    """``count`` records (or: ``expected``, then nothing more for a while), commit them,
-    leave the group."""
-    from confluent_kafka import TopicPartition
-
-    got: list[bytes] = []
-    last: dict[tuple[str, int], int] = {}
-    want = count if count is not None else expected
-    deadline = time.monotonic() + timeout
-    quiet_until = None
-    try:
-        while time.monotonic() < deadline:
-            if len(got) >= want:
-                if count is not None:
-                    break
-                quiet_until = quiet_until or time.monotonic() + QUIET_S
-                if time.monotonic() > quiet_until:
-                    break
-            msg = consumer.poll(0.2)
-            if msg is None or msg.error() is not None:
-                continue
-            got.append(msg.value())
-            last[(msg.topic(), msg.partition())] = msg.offset()
-        if last:
-            consumer.commit(offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()],
-                            asynchronous=False)
-    finally:
-        consumer.close()
-    return got
 
 
 def plan_total(out: str, column: int) -> int:
@@ -126,7 +93,7 @@ def _run(steps: dict[int, Any], shell: Shell, zk: str, bootstrap: str) -> None:
     assert "dry run" in dry.stderr
     assert plan_total(applied.stdout, 4) == 0  # preserve onto 4 partitions: no replay
     assert plan_total(applied.stdout, 3) == left07.total()
-    got_new = Counter(consume_modern(modern_member(steps[3].python[0], "billing", bootstrap),
+    got_new = Counter(drain(modern_member(steps[3].python[0], "billing", bootstrap),
                                      250))
     assert not got_new - left07 and max(got_new.values()) == 1
 
@@ -146,7 +113,7 @@ def _run(steps: dict[int, Any], shell: Shell, zk: str, bootstrap: str) -> None:
     left07 = source_values(zk, TOPIC, group="billing")
     for command in steps[3].sh:
         shell.run(command)
-    got_new = Counter(consume_modern(modern_member(steps[3].python[0], "billing", bootstrap),
+    got_new = Counter(drain(modern_member(steps[3].python[0], "billing", bootstrap),
                                      None, expected=left07.total()))
     assert got_new == left07  # exactly the rest
 
@@ -180,7 +147,7 @@ def _run(steps: dict[int, Any], shell: Shell, zk: str, bootstrap: str) -> None:
                                     expected=reports_left.total() + direct.total()))
     assert got_reports == reports_left + direct
     # the group that moved gets the new records on the new cluster, each once
-    got_billing = Counter(consume_modern(modern_member(steps[3].python[0], "billing",
+    got_billing = Counter(drain(modern_member(steps[3].python[0], "billing",
                                                        bootstrap), None,
                                          expected=direct.total()))
     assert got_billing == direct
@@ -201,7 +168,7 @@ def _run(steps: dict[int, Any], shell: Shell, zk: str, bootstrap: str) -> None:
     assert plan_total(applied.stdout, 3) == plan_total(applied.stdout, 4) == 0  # exact
     direct4 = [(None, f"n4-{i}".encode()) for i in range(50)]
     produce_modern(bootstrap, TOPIC, direct4, 4)  # producers never stopped
-    got = Counter(consume_modern(modern_member(steps[3].python[0], "reports", bootstrap),
+    got = Counter(drain(modern_member(steps[3].python[0], "reports", bootstrap),
                                  None, expected=50))
     assert got == Counter(v for _k, v in direct4)  # exactly what came after
 
