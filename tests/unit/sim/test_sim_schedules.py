@@ -12,7 +12,12 @@ import sys
 
 from zkconsumer.consumer.member_commands import Create, SetData
 from zkconsumer.sim.batch import quiet, run_many
+from zkconsumer.sim.invariants import Checker
+from zkconsumer.sim.loop import Loop
 from zkconsumer.sim.run import Outcome, Spec, World, run_schedule
+from zkconsumer.sim.scala import ScalaMember
+from zkconsumer.sim.world import Cluster
+from zkconsumer.sim.zk import ZooKeeper
 
 
 def _digest(seed: int) -> str:
@@ -104,3 +109,24 @@ def _report(failed: list[Outcome]) -> str:
              "`zkconsumer bench simulate --start SEED --trace`:"]
     lines += [f"seed {o.seed}: {o.violations[0]}" for o in failed[:15]]
     return "\n".join(lines)
+
+
+def test_scala_members_reach_the_reference_vector_of_zkloadbalancetest() -> None:
+    # [K072] test/unit/kafka/zk/ZKLoadBalanceTest.scala, played by two modelled Scala members
+    loop = Loop(5)
+    zk = ZooKeeper(loop)
+    cluster = Cluster(loop, zk)
+    for broker, n in ((200, 2), (300, 2), (400, 1)):
+        cluster.add_topic("topic1", broker, n)
+    checker = Checker(loop, zk, cluster, "group1")
+    for cid in ("group1_consumer1", "group1_consumer2"):
+        member = ScalaMember(loop, zk, cluster, checker, "group1", cid, {"topic1": 1})
+        checker.members[cid] = member
+        member.start()
+    loop.run_until(20.0)
+    owners = {p: zk.nodes[f"/consumers/group1/owners/topic1/{p}"].data
+              for p in ("200-0", "200-1", "300-0", "300-1", "400-0")}
+    assert owners == {"200-0": b"group1_consumer1-0", "200-1": b"group1_consumer1-0",
+                      "300-0": b"group1_consumer1-0", "300-1": b"group1_consumer2-0",
+                      "400-0": b"group1_consumer2-0"}
+    assert checker.converged(["topic1"]) is None and not checker.violations
