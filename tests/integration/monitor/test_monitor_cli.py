@@ -95,3 +95,27 @@ def test_help_and_unreachable_zookeeper() -> None:
     assert done.returncode == 3, done.stderr
     assert done.stderr.strip().startswith("zkconsumer monitor: error:")
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_once_with_store_uses_the_history_of_earlier_runs(
+        zk_connect: str, zk_client: Any, dev_broker: Any, tmp_path: Path) -> None:
+    """A Scala member rewrites the same offset every commit, so one sample cannot tell a
+    stall (the mtime is fresh); cron runs of --once sharing --store can."""
+    end = _produce(dev_broker(num_partitions=1), "orders", 0, 3)
+    scala_member(zk_client, "g", "c1", {"orders": 1})
+    scala_owner(zk_client, "g", "orders", "0-0", "c1-0")
+    store = str(tmp_path / "cron.db")
+    args = ["--store", store, "--window", "2", "--interval", "1"]
+
+    def cron_run() -> subprocess.CompletedProcess[str]:
+        scala_commit(zk_client, "g", "orders", "0-0", end - 10)  # same value, fresh mtime
+        return monitor_once(zk_connect, *args)
+
+    first = cron_run()
+    assert first.returncode == 0, first.stdout + first.stderr  # one sample: looks fine
+    stalled = wait_until(lambda: (lambda r: r if r.returncode == 2 else None)(cron_run()),
+                         timeout=60, what="a later cron run that sees the stall")
+    assert "STALL" in stalled.stdout and "unchanged for" in stalled.stdout, stalled.stdout
+    scala_commit(zk_client, "g", "orders", "0-0", end - 10)
+    alone = monitor_once(zk_connect, "--window", "2", "--interval", "30")  # no history
+    assert alone.returncode == 0, alone.stdout
