@@ -105,7 +105,7 @@ def test_once_with_store_uses_the_history_of_earlier_runs(
     scala_member(zk_client, "g", "c1", {"orders": 1})
     scala_owner(zk_client, "g", "orders", "0-0", "c1-0")
     store = str(tmp_path / "cron.db")
-    args = ["--store", store, "--window", "2", "--interval", "1"]
+    args = ["--store", store, "--window", "2", "--interval", "4"]  # an 8 s window
 
     def cron_run() -> subprocess.CompletedProcess[str]:
         scala_commit(zk_client, "g", "orders", "0-0", end - 10)  # same value, fresh mtime
