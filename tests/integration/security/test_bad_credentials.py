@@ -53,6 +53,19 @@ def test_wrong_sasl_password_and_missing_sasl(secure_env: Any, tmp_path: Path) -
     assert "login of 'mallory'" in line
     line = _group_list(cli, "no-password", env.zk, extra=["--zk-sasl-user", "alice"])
     assert "needs a password" in line and "ZKCONSUMER_ZK_PASSWORD" in line
+    # a daemon is refused the same way (its log lines before it): exit 1, the error as its
+    # last line, no traceback, no start-up retry loop
+    wrong_flags = zk_security_flags(dataclasses.replace(env.security, password_file=str(wrong)))
+    run = cli.run("run-wrong-password", ["run", "--zk", env.zk, "--group", "g", "--topic", "t",
+                                         "--output", "-", *wrong_flags], timeout=60)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("zkconsumer run: error: ") and "rejected the SASL" in last, last
+    assert "zk_connect_retry" not in run.stderr
+    # --debug shows the traceback, still without a secret
+    debug = cli.run("debug", ["group", "list", "--zk", env.zk, *wrong_flags, "--debug"],
+                    timeout=60)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
     assert_no_secret(env.secrets, [(str(p), p.read_text()) for p in cli.logs()])
 
 
