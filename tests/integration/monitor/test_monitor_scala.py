@@ -56,7 +56,7 @@ def test_scala_group_ok_then_stop_and_once_exit_statuses(zk_connect, zk_client, 
         g = mon.wait_status("scala", "STOP")
         assert {p["partition"]: p["status"] for p in g["partitions"]} == {"0-0": "STOP",
                                                                           "0-1": "OK"}
-    done = monitor_once(zk_connect, "--json", "--window", "2", "--interval", "1")
+    done = monitor_once(zk_connect, "--json", "--window", "2", "--interval", "0.5")
     assert done.returncode == 2, done.stdout + done.stderr
     (g,) = json.loads(done.stdout)
     assert g["group"] == "scala" and g["status"] == "STOP" and g["members"] == []
