@@ -28,12 +28,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from zkconsumer.zk.paths import bridge_checkpoint_path, bridge_partition_path
+from zkconsumer.zk.paths import BridgeCheckpoint, bridge_checkpoint_path, bridge_partition_path
 from zkconsumer.zk.paths import parse_bridge_checkpoint as parse_checkpoint
 from zkconsumer.zk.registry import read_partition_names
 from zkconsumer.zk.session import ZkSession
 
-__all__ = ["BridgedView", "bridged_view"]
+__all__ = ["BridgedView", "bridge_checkpoints", "bridged_view"]
 
 
 @dataclass
@@ -49,21 +49,31 @@ class BridgedView:
         return self.positions.get(f"{topic}/{partition}", 0)
 
 
+def bridge_checkpoints(session: ZkSession, topic: str
+                       ) -> dict[str, list[tuple[str, BridgeCheckpoint]]]:
+    """``{"B-P": [(bridge group, checkpoint), ...]}`` of the 0.7 partitions of ``topic`` a
+    bridge has written into (checkpoints with nothing written are left out)."""
+    out: dict[str, list[tuple[str, BridgeCheckpoint]]] = {}
+    for pname in read_partition_names(session, topic):
+        parent = bridge_partition_path(topic, pname)
+        if not session.exists(parent):
+            continue
+        for bridge in sorted(session.get_children(parent)):
+            path = bridge_checkpoint_path(bridge, topic, pname)
+            cp = parse_checkpoint(path, session.get(path))
+            if cp.ranges and cp.end >= 0:
+                out.setdefault(pname, []).append((bridge, cp))
+    return out
+
+
 def bridged_view(session: ZkSession, group07: str, topics: Iterable[str],
                  committed: Mapping[str, Mapping[str, int]]) -> BridgedView:
     """Read every bridge checkpoint of ``topics``' 0.7 partitions (see module docstring)."""
     view = BridgedView()
     for topic in sorted(set(topics)):
-        for pname in read_partition_names(session, topic):
-            parent = bridge_partition_path(topic, pname)
-            if not session.exists(parent):
-                continue
+        for pname, written in bridge_checkpoints(session, topic).items():
             at = committed.get(topic, {}).get(pname, -1)
-            for bridge in sorted(session.get_children(parent)):
-                path = bridge_checkpoint_path(bridge, topic, pname)
-                cp = parse_checkpoint(path, session.get(path))
-                if not cp.ranges or cp.end < 0:
-                    continue
+            for bridge, cp in written:
                 first = cp.ranges[0][0]
                 view.starts[(topic, pname)] = min(first, view.starts.get((topic, pname), first))
                 had = at >= cp.end

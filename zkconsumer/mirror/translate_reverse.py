@@ -19,11 +19,18 @@ byte offsets of the 0.7 group G07, through the same provenance scan
 * with no record of S on the target past G07's offset, G consumed nothing new of it: G07's
   offset stays.
 
+Records **written on the target** (no provenance headers: producers that switched) reach
+0.7 only through a bridge (``mirror --from kafka://``).  Where one feeds the 0.7 partition
+(`_Bridged`: one source partition per 0.7 partition, ``preserve``), each record below the
+bridge's position is matched with the message the bridge wrote and then treated like a
+mirrored one; records past it are copied when the bridge runs again (those G had consumed
+count as ``again``).
+
 Refusals (the plan is printed, nothing is written, exit status 1): G07 has live members or G
 is not empty on the target (``--force`` overrides both), G has no committed offset for a
 partition that holds records of G07's topics, the 0.7 broker cannot show a wrapper the plan
-needs (retention deleted it), or G had not consumed records **written on the target** (no
-provenance headers: a 0.7 consumer could never get them).
+needs (retention deleted it), or G had not consumed records written on the target that no
+bridge copies into 0.7 (or copies in a layout without a per-record map).
 
 ``apply`` writes each changed offset by compare-and-set against the znode version read for
 the plan; an offset another writer moved meanwhile is reported, not overwritten backwards.
@@ -33,12 +40,20 @@ Invariants: read-only unless ``apply``; only G07's offset znodes are written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from zkconsumer.errors import MirrorError
-from zkconsumer.mirror.provenance import format_columns, live_members_07, scan_marks, targets_of
+from zkconsumer.mirror.bridged import bridge_checkpoints
+from zkconsumer.mirror.provenance import (
+    Mark,
+    format_columns,
+    live_members_07,
+    scan_marks,
+    targets_of,
+)
 from zkconsumer.zk.offsets import commit_offset_cas, read_group_offsets, read_offset_versioned
+from zkconsumer.zk.paths import BridgeCheckpoint
 from zkconsumer.zk.registry import read_brokers, read_partition_names
 from zkconsumer.zk.session import ZkSession
 
@@ -127,6 +142,76 @@ class _Wrappers:
                 break
         raise MirrorError(f"{topic}/{pname}: the 0.7 broker has no message set at {offset}")
 
+    def written(self, topic: str, pname: str, cp: BridgeCheckpoint) -> list[tuple[int, int]]:
+        """``(wrapper offset, index)`` of every message a bridge wrote (``cp.ranges``)."""
+        from zkconsumer.client import SimpleConsumer
+        from zkconsumer.zk.paths import parse_partition_name
+
+        broker_id, part = parse_partition_name(pname)
+        info = self._brokers[broker_id]
+        out: list[tuple[int, int]] = []
+        with SimpleConsumer(info.host, info.port, socket_timeout=self._timeout) as client:
+            for next_fetch, batch in client.iter_batches(topic, part, cp.ranges[0][0]):
+                for offset, _next, _value in batch:
+                    if offset < cp.end and cp.covers(offset):
+                        same = out[-1][1] + 1 if out and out[-1][0] == offset else 0
+                        out.append((offset, same))
+                if next_fetch >= cp.end:
+                    break
+        return out
+
+
+class _Bridged:
+    """Records written on target that a bridge copied into 0.7, as marks with 0.7 positions.
+
+    A 0.7 partition X fed by one bridge from one source partition ``T/p`` that feeds only X
+    (``preserve`` onto enough partitions) holds those records in source order: the i-th
+    record of ``T/p`` below the bridge's position is the i-th message the bridge wrote into
+    X.  Records at or past the position are not in 0.7 yet; the bridge copies them when it
+    runs again (`later`).  Other layouts cannot be mapped (`unmapped`, when G has records
+    there it did not consume)."""
+
+    def __init__(self, session: ZkSession, wrappers: _Wrappers, sources: set[str],
+                 target: str, marks: list[Mark], unmapped: list[str]) -> None:
+        self.marks: dict[tuple[int, int], Mark] = {}
+        self.later: dict[int, tuple[str, str]] = {}  # target partition -> (S, X)
+        self.again: dict[tuple[str, str], int] = {}  # G had them; the bridge brings them
+        for topic in sorted(sources):
+            feeds: dict[str, list[str]] = {}
+            written = bridge_checkpoints(session, topic)
+            for pname, cps in written.items():
+                for key in cps[0][1].sources:
+                    feeds.setdefault(key, []).append(pname)
+            for pname, cps in sorted(written.items()):
+                keys = [k for k in cps[0][1].sources if k.rpartition("/")[0] == target]
+                if not keys:
+                    continue
+                if len(cps) > 1 or len(keys) > 1 or len(feeds[keys[0]]) > 1:
+                    unmapped.append(f"{topic}/{pname}: bridged from {', '.join(keys)} in a "
+                                    "layout without a per-record map (several bridges, "
+                                    "sources or partitions)")
+                    continue
+                self._map(wrappers, topic, pname, cps[0][1], keys[0], marks, unmapped)
+
+    def _map(self, wrappers: _Wrappers, topic: str, pname: str, cp: BridgeCheckpoint,
+             key: str, marks: list[Mark], unmapped: list[str]) -> None:
+        p = int(key.rpartition("/")[2])
+        below = cp.sources[key]
+        direct = [m for m in marks if m.source is None and m.partition == p
+                  and m.offset < below]
+        where = wrappers.written(topic, pname, cp)
+        if len(where) != len(direct):
+            unmapped.append(f"{topic}/{pname}: the bridge wrote {len(where)} messages there, "
+                            f"the target has {len(direct)} records of {key} below its position "
+                            f"{below}")
+            return
+        for m, (at, index) in zip(direct, where, strict=True):
+            self.marks[(p, m.offset)] = Mark(p, m.offset, (topic, pname), at, index)
+        self.later[p] = (topic, pname)
+
+    def mark(self, m: Mark) -> Mark:
+        return self.marks.get((m.partition, m.offset), m)
+
 
 def make_reverse_plan(session: ZkSession, group07: str, bootstrap: str, target_group: str, *,
                       topic_map: Mapping[str, str] | None = None,
@@ -149,14 +234,19 @@ def make_reverse_plan(session: ZkSession, group07: str, bootstrap: str, target_g
         consumed: dict[tuple[str, str], list[tuple[int, int]]] = {}
         no_offset: set[int] = set()
         unconsumed_direct = 0
-        for m in marks:
+        bridged = _Bridged(session, wrappers, sources, target, marks, plan.unmapped)
+        for m in map(bridged.mark, marks):
             if m.source is not None and m.source[0] not in sources:
                 continue
             if m.partition not in at:
                 no_offset.add(m.partition)
                 continue
             if m.source is None:
-                if m.offset >= at[m.partition]:
+                later = bridged.later.get(m.partition)
+                if later is not None:  # the bridge copies it into 0.7 when it runs again
+                    if m.offset < at[m.partition]:
+                        bridged.again[later] = bridged.again.get(later, 0) + 1
+                elif m.offset >= at[m.partition]:
                     unconsumed_direct += 1
                 else:
                     plan.written += 1
@@ -177,7 +267,8 @@ def make_reverse_plan(session: ZkSession, group07: str, bootstrap: str, target_g
                 row = _row(session, group07, (topic, pname), pending.get((topic, pname), []),
                            consumed.get((topic, pname), []), wrappers, plan.unmapped)
                 if row is not None:
-                    plan.rows.append(row)
+                    extra = bridged.again.get((topic, pname), 0)
+                    plan.rows.append(replace(row, again=row.again + extra) if extra else row)
     return plan
 
 

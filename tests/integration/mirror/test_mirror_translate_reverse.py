@@ -159,3 +159,52 @@ def test_rollback_refusals(zk_connect, dev_broker, tansu, start_mirror, capsys) 
     assert cli.main(reverse) == 0
     assert "had consumed 1 records written on target" in capsys.readouterr().err
     assert committed(zk_connect, "g07", "t") == log_ends(zk_connect, "t")
+
+
+def test_rollback_while_the_bridge_feeds_07(zk_connect, dev_broker, tansu, start_mirror,
+                                            capsys) -> None:
+    """Producers already write to the target and a bridge (gzip into 0.7) feeds the groups
+    still on 0.7: a moved group rolls back into what the bridge wrote, exactly."""
+    from bridge_helpers import BridgeThread, produce_modern, read_07
+
+    dev_broker(num_partitions=2)
+    produce(zk_connect, "t", [f"o-{i}".encode() for i in range(100)], chunk=10,
+            codec=Compression.GZIP)
+    consume07(zk_connect, "g07", ["t"], 40)
+    create_topic(tansu.bootstrap, "t", 2)
+    m = start_mirror(tansu.url, topics=["t"], group="m")
+    wait_until(lambda: committed(zk_connect, "m", "t") == log_ends(zk_connect, "t"),
+               timeout=60, what="the mirror")
+    m.stop()
+    base = ["mirror", "translate", "--zk", zk_connect, "--group", "g07", "--mirror-group",
+            "m", "--to", tansu.url, "--target-group", "g"]
+    assert cli.main([*base, "--apply"]) == 0
+    left07 = source_values(zk_connect, "t", group="g07")
+    got = Counter(consume_target(tansu.bootstrap, "g", "t", 30))
+
+    def bridged() -> Counter[bytes]:
+        return Counter(v for vs in read_07(zk_connect, "t").values() for v in vs
+                       if v.startswith(b"n"))
+
+    direct = [(None, f"n-{i}".encode()) for i in range(200)]
+    produce_modern(tansu.bootstrap, "t", direct, 2)
+    bridge = BridgeThread(tansu.bootstrap, zk_connect, ["t"], group="b",
+                          target_options={"compression.codec": "gzip"})
+    wait_until(lambda: bridged().total() == 200, timeout=60, what="the bridge")
+    bridge.stop()
+    got += Counter(consume_target(tansu.bootstrap, "g", "t", 137))
+    late = [(None, f"n-{i}".encode()) for i in range(200, 250)]
+    produce_modern(tansu.bootstrap, "t", late, 2)  # not in 0.7 yet: the bridge is stopped
+
+    assert cli.main([*base, "--reverse", "--apply"]) == 0
+    out, err = capsys.readouterr()
+    again = plan_column(out, 5, "t")
+    assert "cannot map" not in err
+    bridge = BridgeThread(tansu.bootstrap, zk_connect, ["t"], group="b",
+                          target_options={"compression.codec": "gzip"})
+    wait_until(lambda: bridged().total() == 250, timeout=60, what="the bridge")
+    bridge.stop()
+    rest = left07 + Counter(v for _k, v in direct + late) - got
+    got07 = Counter(consume07(zk_connect, "g07", ["t"], None, expected=rest.total() + again))
+    assert not rest - got07  # nothing skipped
+    assert (got07 - rest).total() == again and not (got07 - rest) - got
