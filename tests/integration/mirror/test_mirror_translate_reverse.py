@@ -6,6 +6,7 @@ ones the plan announced (the 0.7 consumer restarts at the set's start)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from fixtures.tansu import create_topic
 from fixtures.waiting import wait_until
@@ -103,12 +104,15 @@ def test_rollback_and_reforward_are_exact(zk_connect, dev_broker, tansu, start_m
     assert got == want and 0 < want.total() < 30
 
 
-def test_rollback_refusals(zk_connect, dev_broker, tansu, start_mirror, capsys) -> None:
-    dev_broker(num_partitions=1)
-    produce(zk_connect, "t", [f"t-{i}".encode() for i in range(40)], chunk=10,
+def mirrored_and_moved(zk_connect: str, tansu: Any, start_mirror: Any, partitions: int,
+                       messages: int, consumed: int) -> list[str]:
+    """0.7 topic ``t`` (gzip sets of 10 on ``partitions`` partitions), group ``g07`` consumed
+    ``consumed`` messages, mirror ``m`` copied it all to tansu's ``t``, and ``g07`` moved to
+    target group ``g``.  Returns the translate arguments without ``--target-group``."""
+    produce(zk_connect, "t", [f"t-{i}".encode() for i in range(messages)], chunk=10,
             codec=Compression.GZIP)
-    consume07(zk_connect, "g07", ["t"], 10)
-    create_topic(tansu.bootstrap, "t", 1)
+    consume07(zk_connect, "g07", ["t"], consumed)
+    create_topic(tansu.bootstrap, "t", partitions)
     m = start_mirror(tansu.url, topics=["t"], group="m")
     wait_until(lambda: committed(zk_connect, "m", "t") == log_ends(zk_connect, "t"),
                timeout=60, what="the mirror")
@@ -116,6 +120,12 @@ def test_rollback_refusals(zk_connect, dev_broker, tansu, start_mirror, capsys) 
     base = ["mirror", "translate", "--zk", zk_connect, "--group", "g07", "--mirror-group",
             "m", "--to", tansu.url]
     assert cli.main([*base, "--target-group", "g", "--apply"]) == 0
+    return base
+
+
+def test_rollback_refusals(zk_connect, dev_broker, tansu, start_mirror, capsys) -> None:
+    dev_broker(num_partitions=1)
+    base = mirrored_and_moved(zk_connect, tansu, start_mirror, 1, 40, 10)
     before = committed(zk_connect, "g07", "t")
     reverse = [*base, "--reverse", "--target-group", "g", "--apply"]
 
@@ -168,17 +178,8 @@ def test_rollback_while_the_bridge_feeds_07(zk_connect, dev_broker, tansu, start
     from bridge_helpers import BridgeThread, produce_modern, read_07
 
     dev_broker(num_partitions=2)
-    produce(zk_connect, "t", [f"o-{i}".encode() for i in range(100)], chunk=10,
-            codec=Compression.GZIP)
-    consume07(zk_connect, "g07", ["t"], 40)
-    create_topic(tansu.bootstrap, "t", 2)
-    m = start_mirror(tansu.url, topics=["t"], group="m")
-    wait_until(lambda: committed(zk_connect, "m", "t") == log_ends(zk_connect, "t"),
-               timeout=60, what="the mirror")
-    m.stop()
-    base = ["mirror", "translate", "--zk", zk_connect, "--group", "g07", "--mirror-group",
-            "m", "--to", tansu.url, "--target-group", "g"]
-    assert cli.main([*base, "--apply"]) == 0
+    base = [*mirrored_and_moved(zk_connect, tansu, start_mirror, 2, 100, 40),
+            "--target-group", "g"]
     left07 = source_values(zk_connect, "t", group="g07")
     got = Counter(consume_target(tansu.bootstrap, "g", "t", 30))
 
