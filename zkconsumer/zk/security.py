@@ -26,6 +26,7 @@ import logging
 import os
 import socket
 import ssl
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -316,8 +317,29 @@ class KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__(logging.getLogger("kazoo.client"), {})
         self.problems: deque[str] = deque(maxlen=16)
+        self.settled = threading.Event()  # connected, or every host refused our TLS
+        self._hosts = 1
+        self._refusals = 0
 
-    def watch_sasl(self, client: Any) -> None:
+    def attach(self, client: Any) -> None:
+        """Watch ``client``: its connected state, and SASL refusals (`_watch_sasl`)."""
+        self._hosts = max(1, len(client.hosts))
+        client.add_listener(lambda state: self.settled.set() if state == "CONNECTED" else None)
+        self._watch_sasl(client)
+
+    def start_client(self, client: Any, timeout: float) -> None:
+        """kazoo's ``start(timeout)``, but over as soon as every host has refused our TLS
+        (an untrusted or refused certificate does not get better by waiting)."""
+        self.settled.clear()
+        self._refusals = 0
+        client.start_async()
+        self.settled.wait(timeout)
+        if not client.connected:
+            client.stop()
+            client.close()
+            raise client.handler.timeout_exception("Connection time-out")
+
+    def _watch_sasl(self, client: Any) -> None:
         """Make a SASL refusal an ordinary AUTH_FAILED inside ``client``'s connection.
 
         ZooKeeper 3.6+ with ``sessionRequireClientSASLAuth`` answers a failed SASL login with
@@ -345,10 +367,22 @@ class KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
                      for a in args)
         if level >= logging.WARNING:
             try:
-                self.problems.append(str(msg) % args if args else str(msg))
+                text = str(msg) % args if args else str(msg)
             except Exception:
-                self.problems.append(str(msg))
+                text = str(msg)
+            self.problems.append(text)
+            if any(k in text.lower() for k in _TLS_REFUSALS):
+                self._refusals += 1
+                if self._refusals >= self._hosts:
+                    self.settled.set()
         super().log(level, msg, *args, **kwargs)
+
+
+#: TLS failures that waiting cannot cure (kazoo's "Connection dropped: ..." text, lower case)
+_TLS_REFUSALS = ("certificate verify failed", "hostname mismatch", "ip address mismatch",
+                 "alert certificate expired", "alert certificate required",
+                 "alert bad certificate", "alert unknown ca", "alert certificate unknown",
+                 "alert handshake failure")
 
 
 def explain_connect_failure(hosts: Iterable[tuple[str, int]], security: ZkSecurity,
@@ -386,9 +420,7 @@ def explain_connect_failure(hosts: Iterable[tuple[str, int]], security: ZkSecuri
     if "alert certificate expired" in low:
         return (f"ZooKeeper at {where} rejected our client certificate {security.tls_cert}: "
                 "it has expired; renew it")
-    if any(k in low for k in ("alert certificate required", "alert bad certificate",
-                              "alert unknown ca", "alert certificate unknown",
-                              "alert handshake failure")):
+    if any(k in low for k in _TLS_REFUSALS[4:]):
         return (f"ZooKeeper at {where} refused our TLS client certificate "
                 f"({security.tls_cert or 'none given'}): give --zk-tls-cert/--zk-tls-key "
                 "signed by a CA the server trusts")

@@ -171,10 +171,11 @@ class ZkSession:
                                      f"> 0: {session_timeout_ms}, {connection_timeout_ms}")
         self.security = security or ZkSecurity()
         self._kazoo_log = KazooLog()
+        kazoo_kwargs = self.security.kazoo_kwargs()  # its own errors, not "invalid connect"
         try:
             self.client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0,
-                                      logger=self._kazoo_log, **self.security.kazoo_kwargs())
-            self._kazoo_log.watch_sasl(self.client)
+                                      logger=self._kazoo_log, **kazoo_kwargs)
+            self._kazoo_log.attach(self.client)
         except ValueError as exc:
             raise ConfigurationError(f"zk.connect: invalid connect string {connect!r}: "
                                      f"{exc}") from exc
@@ -206,7 +207,7 @@ class ZkSession:
                 # kazoo's own chroot check is a Python warning on stderr (breaking JSON logs);
                 # _check_chroot below says it as an error instead.
                 warnings.filterwarnings("ignore", message="No chroot path exists")
-                self.client.start(timeout=self.connection_timeout_ms / 1000.0)
+                self._kazoo_log.start_client(self.client, self.connection_timeout_ms / 1000.0)
         except Exception as exc:  # KazooTimeoutError is not a KazooException
             if why := explain_connect_failure(self.client.hosts, self.security,
                                               self._kazoo_log.problems, exc=exc):
