@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from zkconsumer.sim.faults import KINDS, apply_fault, make_faults
+from zkconsumer.sim.faults import KINDS, Fault, apply_fault, make_faults
 from zkconsumer.sim.invariants import LIVENESS_BOUND, Checker, Member
 from zkconsumer.sim.loop import Loop
 from zkconsumer.sim.machine import MachineMember
@@ -45,6 +45,8 @@ class Spec:
     partitions: int | None = None
     faults: tuple[str, ...] = KINDS
     fault_count: int | None = None
+    #: explicit faults instead of drawn ones (hypothesis shrinks these)
+    plan: tuple[Fault, ...] | None = None
     #: members start within this many seconds; streams per member on t0 (None: 1 or 2);
     #: whether t1 exists from the start (None: drawn)
     start_window: float = 2.0
@@ -209,6 +211,8 @@ def _run(world: World, spec: Spec) -> Outcome:
     rng = loop.rng
     count = spec.fault_count if spec.fault_count is not None else _skewed(rng.random(), 5, 20)
     faults = make_faults(rng.random, spec.faults, count, 3.0, count * rng.uniform(0.5, 1.5))
+    if spec.plan is not None:
+        faults = sorted(spec.plan, key=lambda f: (f.at, f.kind))
     outcome.faults = len(faults)
     for fault in faults:
         loop.at(fault.at, apply_fault, world, fault)

@@ -12,6 +12,7 @@ import sys
 
 from zkconsumer.consumer.member_commands import Create, SetData
 from zkconsumer.sim.batch import quiet, run_many
+from zkconsumer.sim.faults import Fault
 from zkconsumer.sim.invariants import Checker
 from zkconsumer.sim.loop import Loop
 from zkconsumer.sim.run import Outcome, Spec, World, run_schedule
@@ -130,3 +131,15 @@ def test_scala_members_reach_the_reference_vector_of_zkloadbalancetest() -> None
                       "300-0": b"group1_consumer1-0", "300-1": b"group1_consumer2-0",
                       "400-0": b"group1_consumer2-0"}
     assert checker.converged(["topic1"]) is None and not checker.violations
+
+
+def test_an_explicit_fault_plan_is_played_as_given() -> None:
+    # what hypothesis (or a person) uses to shrink or hand-write a schedule
+    plan = (Fault(4.0, "zk_restart"), Fault(9.0, "blip"))
+    with quiet():
+        outcome = run_schedule(Spec(21, members=3, scala_members=3, partitions=6, plan=plan),
+                               trace=True)
+    assert outcome.faults == 2 and not outcome.violations
+    faults = [line for line in outcome.trace if "FAULT" in line]
+    assert faults[0].split()[0] == "4.0000" and "zk_restart" in faults[0]
+    assert any(line.split()[0] == "9.0000" and "blip" in line for line in faults)
