@@ -16,11 +16,13 @@ from fixtures.http import get
 from fixtures.waiting import wait_until
 from kazoo.client import KazooClient
 
+from zkconsumer.client import BrokerConnection, SimpleConsumer, confirmed_produce
 from zkconsumer.monitor.evaluator import EvalConfig
 from zkconsumer.monitor.sampler import Sampler
 from zkconsumer.monitor.server import MonitorServer
 from zkconsumer.monitor.service import Monitor
 from zkconsumer.monitor.store import WindowStore
+from zkconsumer.protocol import ProduceRequest, encode_message_set
 from zkconsumer.zk.session import ZkSession
 
 REPO = Path(__file__).resolve().parents[3]
@@ -100,6 +102,16 @@ def scala_commit(zk: KazooClient, group: str, topic: str, partition: str, offset
         zk.set(path, str(offset).encode())
     else:
         zk.create(path, str(offset).encode(), makepath=True)
+
+
+def produce_to(broker: Any, topic: str, partition: int, n: int) -> int:
+    """``n`` messages of 10 bytes to one partition, confirmed; returns the log end after them
+    (the broker registers the topic on its first message)."""
+    with BrokerConnection(broker.host, broker.port) as conn:
+        confirmed_produce(conn, [ProduceRequest(topic, partition, encode_message_set(
+            [b"x" * 10 for _ in range(n)]))])
+    with SimpleConsumer(broker.host, broker.port) as c:
+        return c.latest_offset(topic, partition)
 
 
 def monitor_once(zk_connect: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from fixtures.http import get
 from fixtures.waiting import wait_until
-from monitor_helpers import REPO, monitor_once, scala_commit, scala_member, scala_owner
-from test_monitor_scala import _produce
+from monitor_helpers import REPO, monitor_once, produce_to, scala_commit, scala_member, scala_owner
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +39,7 @@ def _groups(url: str) -> list[dict[str, Any]] | None:
 def test_serves_api_and_metrics_keeps_history_and_stops_on_sigterm(
         zk_connect: str, zk_client: Any, dev_broker: Any, tmp_path: Path) -> None:
     broker = dev_broker(num_partitions=1)
-    end = _produce(broker, "orders", 0, 3)
+    end = produce_to(broker, "orders", 0, 3)
     scala_member(zk_client, "billing", "c1", {"orders": 1})
     scala_owner(zk_client, "billing", "orders", "0-0", "c1-0")
     scala_commit(zk_client, "billing", "orders", "0-0", end - 10)
@@ -101,7 +100,7 @@ def test_once_with_store_uses_the_history_of_earlier_runs(
         zk_connect: str, zk_client: Any, dev_broker: Any, tmp_path: Path) -> None:
     """A Scala member rewrites the same offset every commit, so one sample cannot tell a
     stall (the mtime is fresh); cron runs of --once sharing --store can."""
-    end = _produce(dev_broker(num_partitions=1), "orders", 0, 3)
+    end = produce_to(dev_broker(num_partitions=1), "orders", 0, 3)
     scala_member(zk_client, "g", "c1", {"orders": 1})
     scala_owner(zk_client, "g", "orders", "0-0", "c1-0")
     store = str(tmp_path / "cron.db")

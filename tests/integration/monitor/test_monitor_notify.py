@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 from fixtures.waiting import wait_until
-from monitor_helpers import running_monitor, scala_commit, scala_member, scala_owner
-from test_monitor_scala import _produce
+from monitor_helpers import produce_to, running_monitor, scala_commit, scala_member, scala_owner
 
 from zkconsumer.monitor.notifier import Notifier, redact_url
 
@@ -66,7 +65,7 @@ def receiver() -> Iterator[Receiver]:
 def test_status_changes_are_posted_with_retries_and_never_block_polling(
         zk_connect: str, zk_client: Any, dev_broker: Any, receiver: Receiver,
         caplog: pytest.LogCaptureFixture) -> None:
-    end = _produce(dev_broker(num_partitions=1), "t", 0, 1)  # the broker registers topic t
+    end = produce_to(dev_broker(num_partitions=1), "t", 0, 1)  # the broker registers topic t
     scala_member(zk_client, "g", "c1", {"t": 1})
     scala_owner(zk_client, "g", "t", "0-0", "c1-0")
     scala_commit(zk_client, "g", "t", "0-0", end)  # caught up: OK until the owner goes

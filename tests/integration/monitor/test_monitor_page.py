@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.waiting import wait_until
-from monitor_helpers import running_monitor, scala_commit, scala_member, scala_owner
-from test_monitor_scala import _produce
+from monitor_helpers import produce_to, running_monitor, scala_commit, scala_member, scala_owner
 from webdriver import Browser
 
 pytestmark = pytest.mark.slow
@@ -27,7 +26,7 @@ def test_overview_and_group_page_in_chromium(zk_connect, zk_client, dev_broker, 
     broker = dev_broker(num_partitions=2)
     scala_member(zk_client, "billing", "billing_h1-1", {"orders": 1})
     for p in (0, 1):
-        end = _produce(broker, "orders", p, 3)
+        end = produce_to(broker, "orders", p, 3)
         scala_owner(zk_client, "billing", "orders", f"0-{p}", "billing_h1-1-0")
         scala_commit(zk_client, "billing", "orders", f"0-{p}", end)
     scala_commit(zk_client, "audit", "orders", "0-0", 0)  # no members, lag behind: STOP
@@ -36,7 +35,7 @@ def test_overview_and_group_page_in_chromium(zk_connect, zk_client, dev_broker, 
         mon.wait_status("audit", "STOP")
         for i in range(3):  # lag that comes and goes, so the charts have a shape
             polls = mon.monitor.state.polls
-            end = _produce(broker, "orders", i % 2, 20 * (i + 1))
+            end = produce_to(broker, "orders", i % 2, 20 * (i + 1))
             wait_until(lambda polls=polls: mon.monitor.state.polls >= polls + 2, what="2 polls")
             scala_commit(zk_client, "billing", "orders", f"0-{i % 2}", end)  # caught up
             wait_until(lambda polls=polls: mon.monitor.state.polls >= polls + 4, what="2 polls")

@@ -4,31 +4,25 @@ bad input (a garbage offset znode, an unreachable broker), ``--once`` exit statu
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from fixtures.waiting import wait_until
-from monitor_helpers import monitor_once, running_monitor, scala_commit, scala_member, scala_owner
-
-from zkconsumer.client import BrokerConnection, SimpleConsumer, confirmed_produce
-from zkconsumer.protocol import ProduceRequest, encode_message_set
+from monitor_helpers import (
+    monitor_once,
+    produce_to,
+    running_monitor,
+    scala_commit,
+    scala_member,
+    scala_owner,
+)
 
 pytestmark = pytest.mark.slow
 
 
-def _produce(broker: Any, topic: str, partition: int, n: int) -> int:
-    """``n`` messages, confirmed; returns the log end after them."""
-    with BrokerConnection(broker.host, broker.port) as conn:
-        confirmed_produce(conn, [ProduceRequest(topic, partition, encode_message_set(
-            [b"x" * 10 for _ in range(n)]))])
-    with SimpleConsumer(broker.host, broker.port) as c:
-        return c.latest_offset(topic, partition)
-
-
 def test_scala_group_ok_then_stop_and_once_exit_statuses(zk_connect, zk_client, dev_broker):
     broker = dev_broker(num_partitions=2)
-    end0 = _produce(broker, "events", 0, 5)
-    end1 = _produce(broker, "events", 1, 3)
+    end0 = produce_to(broker, "events", 0, 5)
+    end1 = produce_to(broker, "events", 1, 3)
     scala_member(zk_client, "scala", "scala_host-1-abc", {"events": 1})
     scala_owner(zk_client, "scala", "events", "0-0", "scala_host-1-abc-0")
     scala_owner(zk_client, "scala", "events", "0-1", "scala_host-1-abc-0")
@@ -50,7 +44,7 @@ def test_scala_group_ok_then_stop_and_once_exit_statuses(zk_connect, zk_client, 
         assert "events/0-0" in one["partition_history"]
 
         # the member goes away (its session ends: ephemerals gone) with lag behind it
-        _produce(broker, "events", 0, 4)
+        produce_to(broker, "events", 0, 4)
         zk_client.delete("/consumers/scala/ids/scala_host-1-abc")
         zk_client.delete("/consumers/scala/owners/events", recursive=True)
         g = mon.wait_status("scala", "STOP")
@@ -66,8 +60,8 @@ def test_garbage_offset_and_unreachable_broker_are_partition_errors(
         zk_connect, zk_client, dev_broker):
     a = dev_broker(num_partitions=1)
     b = dev_broker(num_partitions=1)
-    end_a = _produce(a, "events", 0, 2)
-    _produce(b, "events", 0, 2)
+    end_a = produce_to(a, "events", 0, 2)
+    produce_to(b, "events", 0, 2)
     scala_member(zk_client, "g", "c1", {"events": 1})
     scala_owner(zk_client, "g", "events", "0-0", "c1-0")
     scala_owner(zk_client, "g", "events", "1-0", "c1-0")
@@ -97,7 +91,7 @@ def test_owner_values_are_read_again_only_when_their_directory_changed(
         zk_connect, zk_client, zk_session, dev_broker):
     from zkconsumer.monitor.sampler import Sampler
 
-    _produce(dev_broker(num_partitions=2), "events", 0, 1)
+    produce_to(dev_broker(num_partitions=2), "events", 0, 1)
     scala_member(zk_client, "g", "c1", {"events": 1})
     scala_member(zk_client, "g", "c2", {"events": 1})
     for p in ("0-0", "0-1"):
