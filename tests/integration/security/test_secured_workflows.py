@@ -6,7 +6,8 @@ test drives the real commands as subprocesses with the same security flags: dev 
 register, ``produce`` writes, a ``run`` member consumes every message (in ``mixed`` a second,
 Scala-style member on the *plain* port shares the group), ``group describe --verify`` passes,
 ``offsets export`` / ``import`` round-trip, ``mirror`` copies the topic to a Kafka broker
-(tansu), and a Spark ``export`` reads it all.  Then every log
+(tansu), a Spark ``export`` reads it all, and the Spark data source writes it to another topic
+(the executors' producers connect with the same settings, given as options) and reads it back.  Then every log
 the test produced, every argv and the ZooKeeper server log are grepped for the passwords and
 the client key.
 """
@@ -25,6 +26,7 @@ from security_helpers import MODES, Cli, SecureEnv, assert_no_secret, env_with_r
 from zkconsumer import cli as zkcli
 from zkconsumer.zk.paths import consumer_ids_path, owners_topic_path
 from zkconsumer.zk.registry import read_partition_names
+from zkconsumer.zk.security_config import zk_security_options
 
 pytestmark = pytest.mark.slow
 
@@ -111,6 +113,14 @@ def test_commands_work_on_a_secured_ensemble(mode: str, secure_env: Any, dev_bro
     printed = capsys.readouterr()
     rows = spark.read.parquet(str(out)).collect()
     assert sorted(r["value"].decode() for r in rows) == sorted(sent)
+    # the data source itself, executors included (they produce): options carry paths only
+    opts = zk_security_options(env.security)
+    (spark.read.parquet(str(out)).select("value").write.format("kafka07").mode("append")
+     .option("zookeeper.connect", env.zk).option("topic", "copy").options(**opts).save())
+    copied = (spark.read.format("kafka07").option("zookeeper.connect", env.zk)
+              .option("topic", "copy").options(**opts).load().collect())
+    assert sorted(r["value"].decode() for r in copied) == sorted(sent)
+    assert not any(secret in repr(opts) for secret in env.secrets)
 
     texts = [(str(p), p.read_text(errors="replace")) for p in cli.logs()]
     texts += [("argv", " ".join(" ".join(a) for a in cli.argvs)),
