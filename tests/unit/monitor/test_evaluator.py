@@ -147,3 +147,30 @@ def test_config_is_checked() -> None:
     for bad in ({"window": 1}, {"interval": 0}, {"allowed_lag": -1}, {"err_cycles": 0}):
         with pytest.raises(ConfigurationError):
             EvalConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_bridge_rules() -> None:
+    from zkconsumer.monitor.evaluator import evaluate_bridge_partition
+
+    def row(end: int | None, *, live: bool = True, intent: str | None = None,
+            error: str | None = None) -> PartitionObs:
+        return PartitionObs("t07", "0-0", intent, live, None, end, None, 900, error, None,
+                            {"orders/0": 12})
+    cfg = EvalConfig(window=3, interval=1.0)
+    steady = window((500, 900), (500, 900), (500, 900), (500, 900))
+    assert evaluate_bridge_partition(row(500), steady, cfg) == (Status.OK,
+                                                                "written up to byte 500")
+    assert evaluate_bridge_partition(row(None), [], cfg)[0] is Status.OK
+    assert evaluate_bridge_partition(row(500, live=False), steady, cfg)[0] is Status.STOP
+    assert evaluate_bridge_partition(row(500, error="bridge checkpoint unreadable: x"),
+                                     steady, cfg)[0] is Status.ERR
+    # a batch in flight: fine while the end moves, STALL once it has not for a window
+    assert evaluate_bridge_partition(row(500, intent="m1@500"), steady, cfg)[0] is Status.STALL
+    moving = window((300, 900), (400, 900), (500, 900), (500, 900))
+    assert evaluate_bridge_partition(row(500, intent="m1@500"), moving, cfg)[0] is Status.OK
+    ev = evaluate_group(GroupObs("bridge:b", [], [row(500, intent="m1@500")], [], [],
+                                 kind="bridge"), {("t07", "0-0"): steady}, NOW, cfg)
+    d = ev.as_dict()
+    assert d["kind"] == "bridge" and d["status"] == "STALL" and d["total_lag"] == 0
+    assert d["partitions"][0]["sources"] == {"orders/0": 12}
+    assert d["partitions"][0]["lag"] is None
