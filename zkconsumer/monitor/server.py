@@ -16,29 +16,25 @@ Routes (all GET):
   succeeded and the last one is younger than three intervals, else 503 with the reason.
 
 Invariants: handlers only read the published `MonitorState` (and the store under the
-monitor's lock); the server thread is a daemon and `MonitorServer.close` frees the port;
-requests are logged at DEBUG only.
+monitor's lock); the server (`zkconsumer.telemetry.http.MetricsServer`, shared with the daemon
+and the mirror) runs in a daemon thread, `MonitorServer.close` frees the port, a port that
+cannot be bound is one `ConfigurationError` naming ``--port``, and requests are logged at
+DEBUG only.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST
-
 from zkconsumer.monitor.metrics import MonitorMetrics
 from zkconsumer.monitor.service import Monitor
+from zkconsumer.telemetry.http import MetricsServer, Response
 
 __all__ = ["MonitorServer", "monitor_json"]
-
-log = logging.getLogger(__name__)
 
 _STATIC = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
            "index.html": "text/html; charset=utf-8"}
@@ -58,67 +54,42 @@ def monitor_json(monitor: Monitor) -> dict[str, Any]:
 
 
 class MonitorServer:
-    """Serves one `Monitor` on ``host:port`` (port 0 = any free port) in a thread."""
+    """Serves one `Monitor` on ``host:port`` (port 0 = any free port) in a thread: the
+    `zkconsumer.telemetry.http.MetricsServer` every command uses, with the page and the API
+    as its extra routes."""
 
     def __init__(self, monitor: Monitor, host: str, port: int) -> None:
-        metrics = MonitorMetrics(lambda: monitor.state)
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urllib.parse.urlsplit(self.path)
-                path = urllib.parse.unquote(url.path)
-                query = urllib.parse.parse_qs(url.query)
-                if path == "/" or path.startswith("/groups/"):
-                    self._send(200, _STATIC["index.html"], _static("index.html"))
-                elif path.startswith("/static/") and path[8:] in _STATIC:
-                    self._send(200, _STATIC[path[8:]], _static(path[8:]))
-                elif path == "/v1/groups":
-                    history = query.get("history", ["0"])[0] not in ("0", "")
-                    groups = [ev.as_dict(history=history)
-                              for _, ev in sorted(monitor.state.groups.items())]
-                    self._json(200, groups)
-                elif path.startswith("/v1/groups/"):
-                    self._group(path[len("/v1/groups/"):])
-                elif path == "/v1/monitor":
-                    self._json(200, monitor_json(monitor))
-                elif path == "/metrics":
-                    self._send(200, CONTENT_TYPE_LATEST, metrics.render())
-                elif path == "/healthz":
-                    ok, why = _health(monitor)
-                    self._send(200 if ok else 503, "text/plain; charset=utf-8",
-                               (why + "\n").encode())
-                else:
-                    self._json(404, {"error": f"no such page: {path}"})
-
-            def _group(self, name: str) -> None:
-                ev = monitor.state.groups.get(name)
-                if ev is None:
-                    self._json(404, {"error": f"no consumer group {name!r} in the last poll"})
-                    return
-                out = ev.as_dict()
-                out["partition_history"] = monitor.partition_history(name)
-                self._json(200, out)
-
-            def _json(self, status: int, body: Any) -> None:
-                self._send(status, "application/json", json.dumps(body).encode())
-
-            def _send(self, status: int, ctype: str, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                log.debug("monitor http: " + format, *args)
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self.monitor = monitor
+        self._server = MetricsServer(host, port, MonitorMetrics(lambda: monitor.state),
+                                     lambda: _health(monitor), routes=self._route,
+                                     port_flag="--port")
         self.host = host
-        self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="zkconsumer-monitor-http", daemon=True)
+        self.port = self._server.port
+
+    def _route(self, raw_path: str) -> Response:
+        url = urllib.parse.urlsplit(raw_path)
+        path = urllib.parse.unquote(url.path)
+        query = urllib.parse.parse_qs(url.query)
+        monitor = self.monitor
+        if path == "/" or path.startswith("/groups/"):
+            return 200, _STATIC["index.html"], _static("index.html")
+        if path.startswith("/static/") and path[8:] in _STATIC:
+            return 200, _STATIC[path[8:]], _static(path[8:])
+        if path == "/v1/groups":
+            history = query.get("history", ["0"])[0] not in ("0", "")
+            return _json(200, [ev.as_dict(history=history)
+                               for _, ev in sorted(monitor.state.groups.items())])
+        if path.startswith("/v1/groups/"):
+            name = path[len("/v1/groups/"):]
+            ev = monitor.state.groups.get(name)
+            if ev is None:
+                return _json(404, {"error": f"no consumer group {name!r} in the last poll"})
+            out = ev.as_dict()
+            out["partition_history"] = monitor.partition_history(name)
+            return _json(200, out)
+        if path == "/v1/monitor":
+            return _json(200, monitor_json(monitor))
+        return _json(404, {"error": f"no such page: {path}"})
 
     @property
     def url(self) -> str:
@@ -126,11 +97,14 @@ class MonitorServer:
         return f"http://{host}:{self.port}/"
 
     def start(self) -> None:
-        self._thread.start()
+        self._server.start()
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
+
+
+def _json(status: int, body: Any) -> Response:
+    return status, "application/json", json.dumps(body).encode()
 
 
 def _health(monitor: Monitor) -> tuple[bool, str]:

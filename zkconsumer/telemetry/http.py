@@ -1,8 +1,10 @@
 """``/metrics`` and ``/healthz`` over HTTP, for any command that keeps its own registry.
 
-Why one server for the daemon and the mirror: both answer the same two endpoints the same way
-(an operator's scrape config and probes do not care which command runs), and only what is
-rendered differs -- the daemon's `DaemonMetrics`, the mirror's `MirrorMetrics`.
+Why one server for the daemon, the mirror and the monitor: all answer the same two endpoints
+the same way (an operator's scrape config and probes do not care which command runs), and
+only what is rendered differs -- the daemon's `DaemonMetrics`, the mirror's `MirrorMetrics`,
+the monitor's `MonitorMetrics`.  The monitor serves more (its page and JSON API): it passes
+``routes``, asked for every other path.
 
 Invariants
     * ``/metrics`` answers ``render()`` of the object given, in Prometheus text format;
@@ -26,7 +28,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from zkconsumer.errors import ConfigurationError
 
-__all__ = ["MetricsServer", "Renders"]
+__all__ = ["MetricsServer", "Renders", "Response"]
+
+#: What a ``routes`` function answers: status, content type, body.
+Response = tuple[int, str, bytes]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +46,9 @@ class MetricsServer:
     """``/metrics`` and ``/healthz`` on ``host:port`` (port 0 = any free port) in a thread."""
 
     def __init__(self, host: str, port: int, metrics: Renders,
-                 health: Callable[[], tuple[bool, str]]) -> None:
+                 health: Callable[[], tuple[bool, str]], *,
+                 routes: Callable[[str], Response | None] | None = None,
+                 port_flag: str = "--metrics-port") -> None:
         render = metrics.render
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +60,8 @@ class MetricsServer:
                     ok, reason = health()
                     self._send(200 if ok else 503, "text/plain; charset=utf-8",
                                (reason + "\n").encode())
+                elif routes is not None and (answer := routes(self.path)) is not None:
+                    self._send(*answer)
                 else:
                     self._send(404, "text/plain; charset=utf-8", b"try /metrics or /healthz\n")
 
@@ -60,6 +69,7 @@ class MetricsServer:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -70,9 +80,9 @@ class MetricsServer:
             self._server = ThreadingHTTPServer((host, port), Handler)
         except OSError as exc:  # a second instance on the same port, a foreign address...
             raise ConfigurationError(
-                f"--metrics-port: cannot listen on {host}:{port} for /metrics and /healthz: "
+                f"{port_flag}: cannot listen on {host}:{port} for /metrics and /healthz: "
                 f"{exc.strerror or exc}" + (" (another process uses it: give every instance "
-                                            "its own --metrics-port)"
+                                            f"its own {port_flag})"
                                             if exc.errno == errno.EADDRINUSE else "")) from exc
         self._server.daemon_threads = True
         self.host = host
