@@ -39,7 +39,7 @@ Invariants: read-only unless ``apply``; only G07's offset znodes are written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -120,13 +120,14 @@ def target_group_offsets(bootstrap: str, group: str, topic: str, n: int) -> dict
 
 
 class _Wrappers:
-    """``(messages, end offset)`` of the 0.7 message set at a byte offset, from its broker."""
+    """Reads message sets of the 0.7 partitions from their brokers."""
 
     def __init__(self, session: ZkSession, socket_timeout: float = 30.0) -> None:
         self._brokers = read_brokers(session)
         self._timeout = socket_timeout
 
-    def at(self, topic: str, pname: str, offset: int) -> tuple[int, int]:
+    def _batches(self, topic: str, pname: str, offset: int
+                 ) -> Iterator[tuple[int, list[tuple[int, int, bytes]]]]:
         from zkconsumer.client import SimpleConsumer
         from zkconsumer.zk.paths import parse_partition_name
 
@@ -135,29 +136,27 @@ class _Wrappers:
         if info is None:
             raise MirrorError(f"0.7 broker {broker_id} of {topic}/{pname} is not registered")
         with SimpleConsumer(info.host, info.port, socket_timeout=self._timeout) as client:
-            for _next_fetch, batch in client.iter_batches(topic, part, offset):
-                inner = [nxt for off, nxt, _value in batch if off == offset]
-                if inner:
-                    return len(inner), max(inner)
-                break
+            yield from client.iter_batches(topic, part, offset)
+
+    def at(self, topic: str, pname: str, offset: int) -> tuple[int, int]:
+        """``(messages, end offset)`` of the message set at byte ``offset``."""
+        for _next_fetch, batch in self._batches(topic, pname, offset):
+            inner = [nxt for off, nxt, _value in batch if off == offset]
+            if inner:
+                return len(inner), max(inner)
+            break
         raise MirrorError(f"{topic}/{pname}: the 0.7 broker has no message set at {offset}")
 
     def written(self, topic: str, pname: str, cp: BridgeCheckpoint) -> list[tuple[int, int]]:
         """``(wrapper offset, index)`` of every message a bridge wrote (``cp.ranges``)."""
-        from zkconsumer.client import SimpleConsumer
-        from zkconsumer.zk.paths import parse_partition_name
-
-        broker_id, part = parse_partition_name(pname)
-        info = self._brokers[broker_id]
         out: list[tuple[int, int]] = []
-        with SimpleConsumer(info.host, info.port, socket_timeout=self._timeout) as client:
-            for next_fetch, batch in client.iter_batches(topic, part, cp.ranges[0][0]):
-                for offset, _next, _value in batch:
-                    if offset < cp.end and cp.covers(offset):
-                        same = out[-1][1] + 1 if out and out[-1][0] == offset else 0
-                        out.append((offset, same))
-                if next_fetch >= cp.end:
-                    break
+        for next_fetch, batch in self._batches(topic, pname, cp.ranges[0][0]):
+            for offset, _next, _value in batch:
+                if offset < cp.end and cp.covers(offset):
+                    same = out[-1][1] + 1 if out and out[-1][0] == offset else 0
+                    out.append((offset, same))
+            if next_fetch >= cp.end:
+                break
         return out
 
 
@@ -168,8 +167,9 @@ class _Bridged:
     (``preserve`` onto enough partitions) holds those records in source order: the i-th
     record of ``T/p`` below the bridge's position is the i-th message the bridge wrote into
     X.  Records at or past the position are not in 0.7 yet; the bridge copies them when it
-    runs again (`later`).  Other layouts cannot be mapped (`unmapped`, when G has records
-    there it did not consume)."""
+    runs again (`later`).  Other layouts (hash, round-robin, several sources or bridges in
+    one 0.7 partition) have no per-record map: the plan names them (`unmapped`) and is
+    refused.  Costs one read of everything the bridge wrote into each mapped partition."""
 
     def __init__(self, session: ZkSession, wrappers: _Wrappers, sources: set[str],
                  target: str, marks: list[Mark], unmapped: list[str]) -> None:
