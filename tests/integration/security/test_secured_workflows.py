@@ -105,6 +105,10 @@ def test_commands_work_on_a_secured_ensemble(mode: str, secure_env: Any, dev_bro
         assert sorted(r.value.decode() for rs in mirrored.values() for r in rs) == sorted(sent)
     finally:
         assert mirror.stop() == 0, mirror.log
+    done = cli.run("translate", ["mirror", "translate", "--zk", env.zk, "--group", "g",
+                                 "--mirror-group", "mg", "--to", tansu.url, "--target-group",
+                                 "g-new", "--topic", "sec", "--apply", *env.flags])
+    assert done.returncode == 0, done.stdout + done.stderr
 
     out = tmp_path / "parquet"
     capsys.readouterr()
@@ -128,3 +132,36 @@ def test_commands_work_on_a_secured_ensemble(mode: str, secure_env: Any, dev_bro
               ("zookeeper log", env.server.log_tail(100000))]
     assert_no_secret(env.secrets, texts)
     assert env_with_repo().get("ZKCONSUMER_ZK_PASSWORD") is None
+
+
+@pytest.mark.parametrize("mode", ["tls", "sasl"])
+def test_mirror_between_two_secured_07_clusters(mode: str, secure_env: Any, dev_broker: Any,
+                                                tmp_path: Path) -> None:
+    """A ``kafka07://`` target on a secured ensemble takes its own ``target.zk.*`` keys."""
+    source, target = secure_env(mode), secure_env(mode)
+    cli = Cli(tmp_path)
+    dev_broker(zk=source.broker_zk, num_partitions=2, zk_security=source.broker_security)
+    dev_broker(zk=target.broker_zk, num_partitions=2, zk_security=target.broker_security)
+    sent = [f"x-{i}" for i in range(50)]
+    done = cli.run("produce", ["produce", "--zk", source.zk, "--topic", "feed", *source.flags],
+                   stdin="\n".join(sent) + "\n")
+    assert done.returncode == 0, done.stderr
+    target_keys = [f"--set=target.{k}={v}"
+                   for k, v in zk_security_options(target.security).items()]
+    mirror = cli.start("mirror", ["mirror", "--zk", source.zk, "--group", "mg", "--topic",
+                                  "feed", "--to", f"kafka07://{target.zk}", *source.flags,
+                                  *target_keys])
+    try:
+        out = tmp_path / "copy.jsonl"
+        reader = cli.start("reader", ["run", "--zk", target.zk, "--group", "r", "--topic",
+                                      "feed", "--output", str(out), "--format", "jsonl",
+                                      *target.flags])
+        try:
+            wait_until(lambda: sorted(jsonl_values(out)) == sorted(sent), timeout=90,
+                       what="every message mirrored to the secured 0.7 target")
+        finally:
+            assert reader.stop() == 0, reader.log
+    finally:
+        assert mirror.stop() == 0, mirror.log
+    assert_no_secret(source.secrets, [(str(p), p.read_text(errors="replace"))
+                                      for p in cli.logs()] + [("argv", repr(cli.argvs))])
