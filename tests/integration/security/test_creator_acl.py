@@ -10,6 +10,9 @@ the znode and the identity.
 from __future__ import annotations
 
 import json
+import re
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,15 @@ CREATOR = {("digest", "alice", Permissions.ALL), ("world", "anyone", Permissions
 OPEN = {("world", "anyone", Permissions.ALL)}
 
 
+def _page(url: str) -> str:
+    """The body, also of a 503 (an unhealthy /healthz still must not leak)."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return str(response.read().decode())
+    except urllib.error.HTTPError as exc:
+        return str(exc.read().decode())
+
+
 def test_creator_acl_protects_our_znodes(zk_connect: str, zk_client: KazooClient,
                                          dev_broker: Any, tmp_path: Path) -> None:
     alice = ZkSecurity(digest_user="alice", password=Secret(ALICE_PASSWORD), acl=ZkAcl.CREATOR)
@@ -60,7 +72,8 @@ def test_creator_acl_protects_our_znodes(zk_connect: str, zk_client: KazooClient
     out = tmp_path / "out.jsonl"
     member = cli.start("member", ["run", "--zk", zk_connect, "--group", "g", "--topic", "t",
                                   "--output", str(out), "--format", "jsonl",
-                                  "--set", "autocommit.interval.ms=200", *flags], env=as_alice)
+                                  "--set", "autocommit.interval.ms=200", "--metrics-port", "0",
+                                  *flags], env=as_alice)
     try:
         wait_until(lambda: sorted(jsonl_values(out)) == sorted(sent), timeout=60,
                    what="every message consumed")
@@ -88,6 +101,11 @@ def test_creator_acl_protects_our_znodes(zk_connect: str, zk_client: KazooClient
             zk_client.delete(part)
         with pytest.raises(NoAuthError):
             zk_client.create(f"{consumer_ids_path('g')}/intruder", b"x", ephemeral=True)
+        # /healthz and /metrics say nothing secret
+        url = wait_until(lambda: re.search(r"metrics on (http://\S+)/metrics", member.log),
+                         what="metrics server up").group(1)
+        served = "".join(_page(f"{url}/{page}") for page in ("metrics", "healthz"))
+        assert "zkconsumer" in served and ALICE_PASSWORD not in served
         described = cli.run("describe", ["group", "describe", "--zk", zk_connect, "--group",
                                          "g", "--json", "--no-log-end"])
         assert described.returncode == 0, described.stderr
