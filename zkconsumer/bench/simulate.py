@@ -65,6 +65,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "--capacity: 4096)")
     parser.add_argument("--faults", type=_faults, default=KINDS, metavar="LIST",
                         help="comma-separated fault kinds, or none (default: all)")
+    parser.add_argument("--strict-start", action="store_true",
+                        help="a zkconsumer member whose start() fails gives up (default: the "
+                             "application starts a new member after the backoff, as "
+                             "`zkconsumer run` does)")
     parser.add_argument("--trace", action="store_true",
                         help="run only seed --start and print its whole event trace")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="W",
@@ -77,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
     if args.capacity:
         return _capacity(args.members or 256, args.partitions or 4096)
     specs = [Spec(seed, members=args.members, scala_members=args.scala_members,
-                  partitions=args.partitions, faults=args.faults)
+                  partitions=args.partitions, faults=args.faults,
+                  strict_start=args.strict_start)
              for seed in range(args.start, args.start + (1 if args.trace else args.seeds))]
     began = time.monotonic()
     if args.trace:
@@ -102,7 +107,8 @@ def main(args: argparse.Namespace) -> int:
     print(f"# duplicates: {summary.duplicates} messages delivered again, at most "
           f"{summary.duplicate_age:.1f} s after their first delivery; zombie deliveries within "
           f"the {ZOMBIE_BOUND:g} s bound: {summary.zombie}; slowest convergence "
-          f"{summary.converge_s:.1f} s after the last fault")
+          f"{summary.converge_s:.1f} s after the last fault; zkconsumer start() failures "
+          f"retried by the application: {summary.start_failures}")
     print(summary.line())
     return 1 if summary.failed else 0
 
@@ -116,6 +122,8 @@ def _same(args: argparse.Namespace) -> str:
             parts.append(f" {flag} {value}")
     if args.faults != KINDS:
         parts.append(f" --faults {','.join(args.faults) or 'none'}")
+    if args.strict_start:
+        parts.append(" --strict-start")
     return "".join(parts)
 
 

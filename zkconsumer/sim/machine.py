@@ -16,10 +16,17 @@ at once.  Which requests are retried is seeded, so both outcomes the contract al
 
 If ``handle`` raises (an illegal transition, a bug), the checker fails the schedule with
 the machine's error: that is a finding, not a crash of the simulator.
+
+When the first rebalance fails for good (``StartDone`` with an error), ``GroupConsumer.start``
+closes the member and raises.  The application is then modelled as ``zkconsumer run`` is
+written (`zkconsumer.daemon.runner`): after ``rebalance.backoff.ms`` it starts a *new*
+member (``on_start_failed``), counted in ``start_failures``; with ``Spec.strict_start`` it
+does not, and the member counts as having given up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from zkconsumer.consumer.member_commands import (
@@ -97,6 +104,10 @@ class MachineMember(MemberProcess):
             autocommit_interval_ms=int(autocommit_s * 1000),
             zk_session_timeout_ms=int(session_timeout_s * 1000)))
         self.retry_for = 2 * session_timeout_s  # sessiontimeout + connectiontimeout
+        #: what the application does when start() raises: None = it gives up (exits);
+        #: otherwise called once (`zkconsumer run` starts a new member after a backoff)
+        self.on_start_failed: Callable[[], None] | None = None
+        self.start_failures = 0
         self.started = False
         self.closing = False
         self.health = False
@@ -234,9 +245,18 @@ class MachineMember(MemberProcess):
             self.feed.remove(key)
 
     def _start_done(self, command: StartDone) -> None:
-        if command.error is not None and not self.closing:
-            self.gave_up += 1  # start() raises to the application, which exits
-            self.loop.at(self.loop.now, self.kill, proc=self.proc)
+        if command.error is None or self.closing:
+            return
+        # GroupConsumer.start() closes the member and raises to the application.
+        self.start_failures += 1
+        self.closing = True
+        self.loop.at(self.loop.now, self._handle, CloseRequested(self.loop.now + 5.0),
+                     proc=self.proc)
+        self.kill_at(self.loop.now + 5.0)
+        if self.on_start_failed is None:
+            self.gave_up += 1  # an application that does not retry: the member gave up
+        else:
+            self.on_start_failed()
 
     def _close_session(self, command: CloseSession) -> None:
         self.exit()

@@ -47,6 +47,9 @@ class Spec:
     fault_count: int | None = None
     #: explicit faults instead of drawn ones (hypothesis shrinks these)
     plan: tuple[Fault, ...] | None = None
+    #: a zkconsumer member whose start() fails counts as giving up (default: the
+    #: application starts a new member after the backoff, as `zkconsumer run` does)
+    strict_start: bool = False
     #: members start within this many seconds; streams per member on t0 (None: 1 or 2);
     #: whether t1 exists from the start (None: drawn)
     start_window: float = 2.0
@@ -67,6 +70,7 @@ class Counts:
     zombie: int = 0
     scala_zombie: int = 0
     scala_gave_up: int = 0
+    start_failures: int = 0  # zkconsumer start() raised (the application started anew)
     waived: int = 0  # schedules where a Scala member gave up (liveness/no loss waived)
     converge_s: float = 0.0  # after the last fault (slowest, when summed)
 
@@ -79,6 +83,7 @@ class Counts:
         self.zombie += other.zombie
         self.scala_zombie += other.scala_zombie
         self.scala_gave_up += other.scala_gave_up
+        self.start_failures += other.start_failures
         self.waived += other.waived
         self.converge_s = max(self.converge_s, other.converge_s)
 
@@ -104,8 +109,11 @@ def _scala_member(world: World, consumer_id: str, topics: dict[str, int]) -> Mem
 
 
 def _machine_member(world: World, consumer_id: str, topics: dict[str, int]) -> Member:
-    return MachineMember(world.loop, world.zk, world.cluster, world.checker, world.group,
-                         consumer_id, topics, autocommit_s=world.autocommit)
+    member = MachineMember(world.loop, world.zk, world.cluster, world.checker, world.group,
+                           consumer_id, topics, autocommit_s=world.autocommit)
+    if not world.strict_start:
+        member.on_start_failed = lambda: world.rejoin(member)
+    return member
 
 
 MEMBER_KINDS["scala"] = _scala_member
@@ -124,6 +132,7 @@ class World:
         self.checker = Checker(loop, self.zk, self.cluster, self.group)
         self.topics = ["t0", "t1"]
         self.leaving: dict[str, None] = {}
+        self.strict_start = spec.strict_start
         self.autocommit = rng.choice((1.0, 2.0, 5.0))
         # Sizes are drawn skewed towards the small end of their ranges (r cubed): most
         # orderings show up in small groups, and small groups are fast to simulate (a
@@ -165,6 +174,13 @@ class World:
         self.loop.after(delay, member.start)
         self.loop.log("world", f"{kind} member {consumer_id} joins")
         return member
+
+    def rejoin(self, failed: Member) -> None:
+        """`zkconsumer run` after start() raised: a new member, ``rebalance.backoff.ms``
+        later (the failed one is closing)."""
+        self.leaving[failed.consumer_id] = None
+        self.loop.log("world", f"{failed.consumer_id} failed to start; a new member in 2 s")
+        self.add_member("zkconsumer", 2.0)
 
     def add_partitions(self) -> None:
         rng = self.loop.rng
@@ -239,6 +255,7 @@ def _run(world: World, spec: Spec) -> Outcome:
     loop.run_until(deadline)
     members = list(checker.members.values())
     outcome.scala_gave_up = sum(m.gave_up for m in members if m.kind == "scala")
+    outcome.start_failures = sum(getattr(m, "start_failures", 0) for m in members)
     # A Scala member that gave up either stayed registered owning nothing or exited: the
     # group cannot be expected to converge or drain after that (REFERENCE §2.2).
     outcome.waived = int(outcome.scala_gave_up > 0)
