@@ -99,7 +99,12 @@ class Monitor:
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            self.poll_once()
+            try:
+                self.poll_once()
+            except Exception as exc:  # a bug in evaluation: say so, keep polling
+                log.exception("monitor: evaluating a poll failed")
+                self.state = replace(self.state, poll_failures=self.state.poll_failures + 1,
+                                     last_error=f"evaluation failed: {exc!r}")
             self._stop.wait(max(self.cfg.interval - (time.monotonic() - started), 0.0))
 
     def stop(self) -> None:
