@@ -19,6 +19,7 @@ webhook token lives there).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import logging
 import queue
@@ -104,8 +105,8 @@ class Notifier:
                     resp.read()
                 self.sent += 1
                 return
-            except (urllib.error.URLError, OSError, ValueError) as exc:
-                why = exc
+            except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+                why = exc  # refused, timed out, a non-2xx answer, a garbled one
             log.info("monitor: webhook %s failed (attempt %d of %d): %s",
                      redact_url(self.url), attempt, self.attempts, why)
             if attempt == self.attempts or not self._backoff.wait():
