@@ -178,3 +178,25 @@ def test_every_zookeeper_command_has_the_same_security_flags() -> None:
     assert {"run", "produce", "group list", "group describe", "offsets export",
             "offsets import", "offsets reset", "mirror", "mirror verify", "mirror translate",
             "export", "broker"} <= set(seen), seen
+
+
+@pytest.mark.parametrize(("warning", "expected"), [
+    ("Connection dropped: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+     "certificate has expired (_ssl.c:1006)", "has expired: renew the server certificate"),
+    ("Connection dropped: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+     "IP address mismatch, certificate is not valid for '10.0.0.9'. (_ssl.c:1006)",
+     "does not name that host"),
+    ("Connection dropped: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+     "self-signed certificate in certificate chain (_ssl.c:1006)",
+     "is not trusted (self-signed certificate in certificate chain): give the CA"),
+    ("Connection dropped: [SSL: SSLV3_ALERT_CERTIFICATE_EXPIRED] sslv3 alert certificate "
+     "expired (_ssl.c:2580)", "rejected our client certificate c.pem: it has expired"),
+    ("Connection dropped: [SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] tlsv13 alert certificate "
+     "required (_ssl.c:2580)", "refused our TLS client certificate"),
+])
+def test_each_tls_refusal_has_its_own_line(warning: str, expected: str) -> None:
+    from zkconsumer.zk.security import explain_connect_failure
+
+    sec = ZkSecurity(tls_ca="ca.pem", tls_cert="c.pem", tls_key="k.pem")
+    text = explain_connect_failure([("zk1", 2281)], sec, [warning])
+    assert text is not None and expected in text and "zk1:2281" in text, text
