@@ -47,6 +47,7 @@ examples:
   zkconsumer monitor --zk zk1:2181/kafka                  # page on http://127.0.0.1:{DEFAULT_PORT}/
   zkconsumer monitor --zk zk1:2181/kafka --groups '^billing' --port 9000 --store mon.db
   zkconsumer monitor --zk zk1:2181/kafka --notify-url https://hooks.example/zk07
+  zkconsumer monitor --zk zk1:2181/kafka --mirror mm=http://mirror1:9310/metrics
   zkconsumer monitor --zk zk1:2181/kafka --once           # for cron / Nagios
   zkconsumer monitor --zk zk1:2181/kafka --once --json | jq '.[] | {{group, status}}'
 
@@ -86,6 +87,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notify-url", metavar="URL",
                         help="POST a JSON object to URL on every status change of a group "
                              "(retried with backoff; never delays polling)")
+    parser.add_argument("--mirror", action="append", default=[], metavar="GROUP=URL",
+                        help="the /metrics URL of the `zkconsumer mirror` process consuming as "
+                             "GROUP: its target side (messages acknowledged, in flight, "
+                             "end-to-end lag) is shown beside the group (repeatable)")
     parser.add_argument("--once", action="store_true",
                         help="poll once, print the evaluation and exit 0/1/2 (see below)")
     parser.add_argument("--json", action="store_true", help="with --once: print JSON")
@@ -103,6 +108,10 @@ def _config(args: argparse.Namespace) -> EvalConfig:
             re.compile(args.groups)
         except re.error as exc:
             raise UsageError(f"--groups {args.groups!r} is not a regex: {exc}") from None
+    for spec in args.mirror:
+        group, sep, url = spec.partition("=")
+        if not sep or not group or not url.startswith(("http://", "https://")):
+            raise UsageError(f"--mirror {spec!r}: expected GROUP=http://HOST:PORT/metrics")
     if args.json and not args.once:
         raise UsageError("--json goes with --once (the server has /v1/groups)")
     try:
@@ -122,7 +131,8 @@ def main(args: argparse.Namespace) -> int:
     with ZkSession(args.zk, security=zk_security_from(args)) as session:
         sampler = Sampler(session, groups=args.groups, socket_timeout=args.socket_timeout)
         monitor = Monitor(sampler, store, cfg,
-                          on_change=notifier.notify if notifier else None)
+                          on_change=notifier.notify if notifier else None,
+                          mirrors=_mirrors(args))
         server = MonitorServer(monitor, args.host, args.port)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -144,13 +154,17 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mirrors(args: argparse.Namespace) -> dict[str, str]:
+    return dict(spec.split("=", 1) for spec in args.mirror)
+
+
 def _once(args: argparse.Namespace, cfg: EvalConfig) -> int:
     store = WindowStore(args.history, args.store)
     try:
         with ZkSession(args.zk, security=zk_security_from(args)) as session:
             sampler = Sampler(session, groups=args.groups, socket_timeout=args.socket_timeout)
             try:
-                state = Monitor(sampler, store, cfg).poll_once()
+                state = Monitor(sampler, store, cfg, mirrors=_mirrors(args)).poll_once()
             finally:
                 sampler.close()
     except ZkConsumerError as exc:

@@ -149,6 +149,7 @@ class GroupEval:
     trend: int = 0                    # total lag now minus at the start of the window
     kind: str = "group"
     history: list[tuple[float, int]] = field(default_factory=list)  # (time, total lag)
+    target: dict[str, Any] | None = None  # a mirror's target side (`--mirror`), if known
 
     def as_dict(self, *, history: bool = True) -> dict[str, Any]:
         return {
@@ -161,6 +162,7 @@ class GroupEval:
             "total_lag": self.total_lag,
             "trend": self.trend,
             "unregistered_topics": self.unregistered_topics,
+            **({"target": self.target} if self.target is not None else {}),
             "evaluated_at": self.evaluated_at,
             **({"history": [[t, lag] for t, lag in self.history]} if history else {}),
         }

@@ -15,11 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from zkconsumer.monitor.evaluator import EvalConfig, evaluate_group
-from zkconsumer.monitor.model import Cycle, GroupEval, Status
+from zkconsumer.monitor.mirrors import read_target
+from zkconsumer.monitor.model import Cycle, GroupEval, Status, worst
 from zkconsumer.monitor.sampler import Sampler
 from zkconsumer.monitor.store import WindowStore
 
@@ -49,11 +51,13 @@ class Monitor:
 
     def __init__(self, sampler: Sampler, store: WindowStore, cfg: EvalConfig, *,
                  on_change: Callable[[GroupEval, Status | None], None] | None = None,
+                 mirrors: Mapping[str, str] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.sampler = sampler
         self.store = store
         self.cfg = cfg
         self.on_change = on_change
+        self.mirrors = dict(mirrors or {})  # group -> the mirror process's /metrics URL
         self._clock = clock
         self.state = MonitorState()
         self._stop = threading.Event()
@@ -75,6 +79,9 @@ class Monitor:
             groups = {g: evaluate_group(obs, self.store.samples(g), cycle.time, self.cfg,
                                         self.store.history(g))
                       for g, obs in cycle.groups.items()}
+        for name, url in self.mirrors.items():
+            if name in groups:
+                _attach_target(groups[name], read_target(url))
         self.state = _published(old, cycle, groups)
         log.debug("monitor: polled %d group(s) in %.3f s, %d ZooKeeper reads", len(groups),
                   cycle.duration, cycle.zk_reads)
@@ -111,6 +118,18 @@ class Monitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+
+
+def _attach_target(ev: GroupEval, target: dict[str, Any]) -> None:
+    """A mirror's target side beside its group: a target that refuses writes (the mirror
+    retrying) is at least a WARN; a mirror that does not answer is a note (the group itself
+    says whether it consumes)."""
+    ev.target = target
+    if "error" in target:
+        ev.reasons.append(target["error"])
+    elif target.get("healthy") == 0:
+        ev.reasons.append("the mirror's target does not accept writes (the mirror retries)")
+        ev.status = worst([ev.status, Status.WARN])
 
 
 def _published(old: MonitorState, cycle: Cycle, groups: dict[str, GroupEval]) -> MonitorState:

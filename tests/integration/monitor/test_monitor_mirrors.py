@@ -6,6 +6,7 @@ against the 0.7 log end) and source progress (next source offset per source part
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,29 +24,43 @@ from mirror_helpers import produce
 pytestmark = pytest.mark.slow
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def test_a_mirror_is_a_group_ok_while_it_keeps_up_and_stop_when_gone(
         zk_connect: str, dev_broker: Any, tansu: Any, tmp_path: Path) -> None:
     dev_broker(num_partitions=2)
     create_topic(tansu.bootstrap, "orders", 2)
     produce(zk_connect, "orders", [f"m-{i}".encode() for i in range(200)])
     log = open(tmp_path / "mirror.log", "wb")  # noqa: SIM115 - closed below
+    port = _free_port()
     mirror = subprocess.Popen(
         [sys.executable, "-m", "zkconsumer", "mirror", "--zk", zk_connect, "--group", "mirror",
          "--topic", "orders", "--to", tansu.url, "--set", "mirror.commit.interval.ms=50",
-         "--set", "mirror.poll.batch=50"],
+         "--set", "mirror.poll.batch=50", "--metrics-port", str(port)],
         stdout=subprocess.DEVNULL, stderr=log, cwd=str(REPO))
+    metrics = f"http://127.0.0.1:{port}/metrics"
     try:
-        with running_monitor(zk_connect) as mon:
+        with running_monitor(zk_connect, mirrors={"mirror": metrics}) as mon:
             def caught_up() -> bool:
                 g = mon.group("mirror")
                 return bool(g and g["status"] == "OK" and g["members"] and g["partitions"]
                             and all(p["lag"] == 0 for p in g["partitions"] if p["log_end"]))
             wait_until(caught_up, timeout=60, what="the mirror's group caught up and OK")
+            # the target side, from the mirror's own /metrics: all 200 acknowledged
+            target = wait_until(lambda: (lambda t: t if t and t.get("messages") == 200 else None)(
+                mon.group("mirror").get("target")), timeout=30, what="target progress")
+            assert target["url"] == metrics and target["in_flight"] == 0
+            assert target["healthy"] == 1 and target["target_errors"] == 0
             mirror.send_signal(signal.SIGTERM)
             assert mirror.wait(30) == 0, (tmp_path / "mirror.log").read_text()
             produce(zk_connect, "orders", [f"n-{i}".encode() for i in range(50)])
             g = mon.wait_status("mirror", "STOP")
             assert g["members"] == [] and g["total_lag"] > 0
+            assert "mirror metrics unreadable" in g["target"]["error"]
     finally:
         if mirror.poll() is None:
             mirror.kill()

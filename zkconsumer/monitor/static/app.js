@@ -168,6 +168,7 @@ function renderGroup(g) {
     el("p", {}, "Total lag ", el("strong", {}, bytes(g.total_lag)), " (", fmt(g.total_lag),
        " bytes), trend over the window: ", g.trend > 0 ? "+" : "", bytes(g.trend), "."),
     g.unregistered_topics.length ? el("p", {}, "Topic not registered: " + g.unregistered_topics.join(", ")) : null,
+    g.target ? renderTarget(g.target) : null,
     el("div", {"class": "charts"},
        el("div", {"class": "chart"}, el("h2", {}, "Total lag over time"),
           lineChart([{name: "total lag", points: g.history || []}], {label: "total lag of " + g.group})),
@@ -187,6 +188,16 @@ function renderGroup(g) {
         el("th", {}, "status"), el("th", {}, "why"))),
        el("tbody", {}, ...parts)),
   ];
+}
+
+// A mirror's target side (--mirror GROUP=URL), from the mirror process's own /metrics.
+function renderTarget(t) {
+  if (t.error) return el("p", {id: "target"}, "Mirror target: " + t.error);
+  return el("p", {id: "target"}, "Mirror target (", el("a", {href: t.url}, "metrics"), "): ",
+            el("strong", {}, fmt(t.messages)), " messages (" + bytes(t.bytes) + ") acknowledged, ",
+            fmt(t.in_flight), " in flight, end-to-end lag ", fmt(t.lag_messages), " messages, ",
+            fmt(t.target_errors), " target errors",
+            t.healthy === 0 ? " \u2014 the target does not accept writes" : "", ".");
 }
 
 async function getJSON(url) {
