@@ -60,7 +60,8 @@ exit status: while serving 0 after SIGTERM/SIGINT, 1 error; with --once 0 every 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("--zk", required=True, metavar="HOST:PORT[,...][/chroot]",
-                        help="ZooKeeper connect string of the 0.7 cluster, chroot included")
+                        help="ZooKeeper connect string of the 0.7 cluster, chroot included "
+                             "(zk.connect)")
     parser.add_argument("--groups", metavar="REGEX",
                         help="only groups whose name matches REGEX (re.search; default: all)")
     parser.add_argument("--interval", type=float, default=30.0, metavar="S",
