@@ -15,6 +15,7 @@ the client key.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,11 @@ def _start_member(cli: Cli, env: SecureEnv, tmp_path: Path, name: str, zk: str,
 @pytest.mark.parametrize("mode", MODES)
 def test_commands_work_on_a_secured_ensemble(mode: str, secure_env: Any, dev_broker: Any,
                                              tmp_path: Path, spark: Any, tansu: Any,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+                                             capsys: pytest.CaptureFixture[str],
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    # in this process: the dev brokers' sessions, kazoo's request log included
+    caplog.set_level(logging.DEBUG, logger="kazoo")
+    caplog.set_level(logging.DEBUG, logger="zkconsumer")
     env: SecureEnv = secure_env(mode)
     cli = Cli(tmp_path)
     dev_broker.many(2, zk=env.broker_zk, num_partitions=2, zk_security=env.broker_security)
@@ -129,8 +134,11 @@ def test_commands_work_on_a_secured_ensemble(mode: str, secure_env: Any, dev_bro
     texts = [(str(p), p.read_text(errors="replace")) for p in cli.logs()]
     texts += [("argv", " ".join(" ".join(a) for a in cli.argvs)),
               ("export output", printed.out + printed.err),
-              ("zookeeper log", env.server.log_tail(100000))]
+              ("zookeeper log", env.server.log_tail(100000)),
+              ("this process's log records", caplog.text)]
     assert_no_secret(env.secrets, texts)
+    if mode in ("sasl", "digest"):  # the grep above did see kazoo's credential packets
+        assert "<credentials not logged>" in caplog.text
     assert env_with_repo().get("ZKCONSUMER_ZK_PASSWORD") is None
 
 
