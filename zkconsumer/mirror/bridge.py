@@ -6,7 +6,10 @@ read_committed``, auto-commit off) and a `zkconsumer.mirror.bridge_target.Kafka0
 target.  One thread, in rounds: poll up to ``mirror.poll.batch`` records, route each to a
 partition of its 0.7 topic, write every 0.7 partition's share as one confirmed batch under a
 ZooKeeper checkpoint, then -- only then -- let the source offsets move (committed every
-``mirror.commit.interval.ms``, and on every rebalance and at shutdown).
+``mirror.commit.interval.ms``, and on every rebalance and at shutdown).  A round is written
+by a writer thread while the loop reads the next (`zkconsumer.mirror.pipeline`: one round in
+the writer, one handed over, in order); rebalances, claims and the final commit wait until
+the writer is idle.
 
 Guarantees (docs/mirror.md, "The bridge"):
 
@@ -42,6 +45,7 @@ from zkconsumer.mirror.checkpoints import HEADER_SOURCE
 from zkconsumer.mirror.config import MirrorConfig, Partitioning
 from zkconsumer.mirror.lanes import LaneState, LaneStatus
 from zkconsumer.mirror.metrics import MirrorStats
+from zkconsumer.mirror.pipeline import Pipeline
 from zkconsumer.mirror.runtime import Every, Runtime, RuntimeEngine, Stopped, close_all
 from zkconsumer.mirror.targets import LIBRDKAFKA_LOG
 from zkconsumer.producer.partitioning import PartitionChooser
@@ -88,6 +92,15 @@ class SourceSpec:
         return conf
 
 
+@dataclass
+class _Round:
+    """One poll's records, routed: per (0.7 topic, partition index) the payloads and the
+    source positions they advance; the lanes' positions once all of it is written."""
+
+    groups: dict[tuple[str, int], tuple[list[bytes], dict[str, int]]]
+    moved: dict[_Lane, int]
+
+
 class _Lane:
     """One owned source partition: its routing, what 0.7 has already, where it is."""
 
@@ -127,6 +140,7 @@ class Bridge(RuntimeEngine):
         self._committed: dict[tuple[str, int], int] = {}
         self._consumer: Any = None
         self._started = False
+        self._pipeline: Pipeline[_Round] | None = None
 
     # -- control (stop, run: `RuntimeEngine`) --------------------------------------------------
 
@@ -141,13 +155,20 @@ class Bridge(RuntimeEngine):
                               final=(ConfigurationError, TargetError))
         self._consumer = Consumer(self.source.consumer_config())
         topics = list(self.source.topics) or [f"^{self.source.pattern}"]
+        self._pipeline = Pipeline(self._write_round, self.runtime.fail, name="bridge-writer")
         self._consumer.subscribe(topics, on_assign=self._on_assign,
                                  on_revoke=self._on_revoke, on_lost=self._on_lost)
         self._started = True
 
     # -- rebalance (called from consume(), on the loop thread) ----------------------------------
 
+    def _idle(self) -> None:
+        """Wait for the writer: the sink and the lanes' positions are ours then."""
+        if self._pipeline is not None:
+            self._pipeline.idle()
+
     def _on_assign(self, _consumer: Any, partitions: list[Any]) -> None:
+        self._idle()
         try:
             for tp in partitions:
                 self._claim(tp.topic, tp.partition)
@@ -173,10 +194,12 @@ class Bridge(RuntimeEngine):
                  "skipped)", lane.source, "none" if ahead < 0 else ahead - 1)
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._idle()
         self._commit(sync=True)
         self._release(partitions, "revoked")
 
     def _on_lost(self, _consumer: Any, partitions: list[Any]) -> None:
+        self._idle()
         self._release(partitions, "lost")
 
     def _release(self, partitions: list[Any], why: str) -> None:
@@ -205,15 +228,18 @@ class Bridge(RuntimeEngine):
             self.runtime.check()
             records = consume(cfg.poll_batch, 0.1)
             if records:
-                self._round(records)
+                round_ = self._route_round(records)
+                if round_ is not None:
+                    assert self._pipeline is not None
+                    self._pipeline.submit(round_)
             if commit.due():
                 self._commit(sync=False)
             if self.progress is not None and progress.due():
                 self.progress(self.stats.snapshot())
 
-    def _round(self, records: Sequence[Any]) -> None:
-        """Write one poll's records: each 0.7 partition's share as one batch (module
-        docstring); the lanes' positions move only once every batch is in."""
+    def _route_round(self, records: Sequence[Any]) -> _Round | None:
+        """One poll's records routed: each 0.7 partition's share becomes one batch (module
+        docstring); None if the poll held nothing of an active lane."""
         groups: dict[tuple[str, int], tuple[list[bytes], dict[str, int]]] = {}
         moved: dict[_Lane, int] = {}
         lanes = self._lanes
@@ -243,14 +269,18 @@ class Bridge(RuntimeEngine):
                 group = groups[(lane.target, index)] = ([], {})
             group[0].append(value)
             group[1][lane.source] = o + 1
-        for (topic, index), (payloads, sources) in groups.items():
-            self._write(topic, index, payloads, sources)
-        for lane, done in moved.items():
-            lane.done = done
         if looped:
             self.stats.add("looped", looped)
         if skipped:
             self.stats.add("skipped", skipped)
+        return _Round(groups, moved) if moved else None
+
+    def _write_round(self, round_: _Round) -> None:
+        """The writer thread: every batch of the round, then the lanes' positions move."""
+        for (topic, index), (payloads, sources) in round_.groups.items():
+            self._write(topic, index, payloads, sources)
+        for lane, done in round_.moved.items():
+            lane.done = done
 
     def _route(self, lane: _Lane, m: Any, value: bytes) -> int:
         n = len(lane.skip)
@@ -325,7 +355,9 @@ class Bridge(RuntimeEngine):
 
     def _shutdown(self) -> None:
         try:
-            if self._started:  # lane.done only counts whole rounds: always safe
+            if self._pipeline is not None:
+                self._pipeline.close()  # finishes the rounds handed over (unless stopping)
+            if self._started:  # lane.done only counts whole, written rounds: always safe
                 self._commit(sync=True)
         finally:
             consumer, self._consumer = self._consumer, None
