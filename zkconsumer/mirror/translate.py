@@ -101,9 +101,7 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
               topics: Iterable[str] | None = None,
               checkpoint_topic: str = CHECKPOINT_TOPIC) -> Plan:
     """Compute the translation (see module docstring); reads ZooKeeper and the target."""
-    from confluent_kafka import TopicPartition
-
-    from zkconsumer.mirror.reader import _consumer
+    from zkconsumer.mirror.reader import end_offsets
 
     plan = Plan(live_members=live_members_07(session, group))
     committed = read_group_offsets(session, group)
@@ -135,20 +133,15 @@ def make_plan(session: ZkSession, group: str, mirror_group: str, bootstrap: str,
             by_partition[m.partition].append((m, _had(m, sources, committed, bridged,
                                                       target)))
         plan.written += sum(1 for m in marks if m.source is None)
-        reader = _consumer(bootstrap, "read_committed", None)
-        try:
-            for p in range(n):
-                start = next((m.offset for m, had in by_partition[p] if not had), None)
-                if start is None:  # past the last record (tansu's high watermark may lag)
-                    start = max(int(reader.get_watermark_offsets(TopicPartition(target, p),
-                                                                 timeout=30)[1]),
-                                by_partition[p][-1][0].offset + 1 if by_partition[p] else 0)
-                after = [(m, had) for m, had in by_partition[p] if m.offset >= start]
-                new = [m for m, had in after if not had]
-                plan.rows.append(PlanRow(target, p, start, len(new), len(after) - len(new),
-                                         sum(1 for m in new if m.source is None)))
-        finally:
-            reader.close()
+        ends = end_offsets(bootstrap, target, range(n), timeout=30)
+        for p in range(n):
+            start = next((m.offset for m, had in by_partition[p] if not had), None)
+            if start is None:  # past the last record (tansu's high watermark may lag)
+                start = max(ends[p], by_partition[p][-1][0].offset + 1 if by_partition[p] else 0)
+            after = [(m, had) for m, had in by_partition[p] if m.offset >= start]
+            new = [m for m, had in after if not had]
+            plan.rows.append(PlanRow(target, p, start, len(new), len(after) - len(new),
+                                     sum(1 for m in new if m.source is None)))
     return plan
 
 
@@ -174,9 +167,9 @@ def apply_plan(plan: Plan, bootstrap: str, target_group: str) -> None:
     """Commit the plan's offsets for ``target_group`` on the target (one OffsetCommit)."""
     from confluent_kafka import KafkaException, TopicPartition
 
-    from zkconsumer.mirror.reader import _consumer
+    from zkconsumer.mirror.reader import open_reader
 
-    consumer = _consumer(bootstrap, "read_committed", {"group.id": target_group})
+    consumer = open_reader(bootstrap, options={"group.id": target_group})
     try:
         result = consumer.commit(offsets=[TopicPartition(r.topic, r.partition, r.offset)
                                           for r in plan.rows], asynchronous=False)

@@ -106,9 +106,9 @@ def target_group_offsets(bootstrap: str, group: str, topic: str, n: int) -> dict
     """``{partition: committed offset}`` of ``group`` on the target (absent: none committed)."""
     from confluent_kafka import KafkaException, TopicPartition
 
-    from zkconsumer.mirror.reader import _consumer
+    from zkconsumer.mirror.reader import open_reader
 
-    consumer = _consumer(bootstrap, "read_committed", {"group.id": group})
+    consumer = open_reader(bootstrap, options={"group.id": group})
     try:
         tps = consumer.committed([TopicPartition(topic, p) for p in range(n)], timeout=30)
     except KafkaException as exc:

@@ -136,7 +136,7 @@ def kafka_counts(bootstrap: list[str], topics: Iterable[str], *, method: str = "
     unless ``include_direct``."""
     from confluent_kafka import TopicPartition
 
-    from zkconsumer.mirror.reader import _consumer, iter_records
+    from zkconsumer.mirror.reader import iter_records, open_reader
     from zkconsumer.mirror.targets import KafkaAdmin
 
     if method not in ("read", "offsets"):
@@ -148,7 +148,7 @@ def kafka_counts(bootstrap: list[str], topics: Iterable[str], *, method: str = "
         tc = out[topic] = TopicTally(digests=Counter() if payloads else None)
         n = admin.partition_count(topic)
         if method == "offsets" and not payloads:
-            consumer = _consumer(servers, "read_committed", None)
+            consumer = open_reader(servers)
             try:
                 for p in range(n):
                     low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
