@@ -9,6 +9,8 @@ Why each setting:
   import it (cloudpickle pickles our classes by reference, P1).  Harmless once installed.
 * ``SPARK_LOCAL_IP = 127.0.0.1`` for ``local[...]`` masters: bind to loopback (P15).
 * UI off, console progress bars off (they corrupt stdout, P14), log level ERROR.
+* ``spark.python.daemon.module = zkconsumer.spark.daemon`` unless set: PySpark's daemon minus
+  the ``BrokenPipeError`` traceback a killed task's worker prints after a failure.
 * A JVM started here gets a log4j2 configuration (root level ERROR) unless the user has one
   (``spark.driver.extraJavaOptions`` given, or a ``log4j2.properties`` /
   ``spark-defaults.conf`` in the Spark conf directory): Spark's default profile prints four
@@ -34,6 +36,9 @@ from zkconsumer.extras import require
 from zkconsumer.spark import PYTHON_CONF, register
 
 __all__ = ["build_session"]
+
+#: PySpark's worker daemon module; ours quiets a killed task's BrokenPipeError (spark/daemon.py).
+DAEMON_CONF = "spark.python.daemon.module"
 
 
 def _prepend_env_path(var: str, entry: str) -> None:
@@ -103,6 +108,7 @@ def build_session(master: str = "local[*]", *, app_name: str = "zkconsumer",
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2"))
+    conf.setdefault(DAEMON_CONF, "zkconsumer.spark.daemon")  # no BrokenPipeError traces
     for key, value in {**_quiet_jvm_conf(conf), **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
