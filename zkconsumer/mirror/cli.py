@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError
@@ -277,14 +276,3 @@ def _verify(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 1 if bad else 0
-
-
-def run_cli(argv: Sequence[str]) -> int:
-    """``python -m zkconsumer.mirror.cli ...`` (tests run the mirror as a subprocess)."""
-    from zkconsumer.cli import main as cli_main
-
-    return cli_main(["mirror", *argv])
-
-
-if __name__ == "__main__":
-    sys.exit(run_cli(sys.argv[1:]))
