@@ -62,11 +62,11 @@ def test_missing_chroot_is_one_line_from_every_command(zk_server: Any, argv: lis
     error = (f"zkconsumer {argv[0]}: error: ZooKeeper chroot {chroot} does not exist on "
              f"{zk_server.connect_string} (create it, or fix --zk / zk.connect)")
     lines = proc.stderr.splitlines()
-    assert lines[-1] == error
     assert "Warning" not in proc.stderr
-    if argv[0] == "run":  # --log-format json: every other stderr line is a JSON object
-        for line in lines[:-1]:
-            json.loads(line)
+    if argv[0] == "run":  # --log-format json: every stderr line, the fatal one too, is JSON
+        records = [json.loads(line) for line in lines]
+        assert records[-1]["message"] == error
+        assert records[-1]["event"] == "fatal_error"
     else:
         assert lines == [error]
     assert proc.stdout == ""
