@@ -30,6 +30,11 @@ ZooKeeper requests (commands with ``req``; reply: ``ZkReply(req, ...)``)
     committed (``/consumers/G/offsets/T/B-P``, decimal ASCII, `zkconsumer.zk.paths`).
 ``Delete(req, path, version)``
     Delete if at ``version`` (``-1``: any).  ``NO_NODE``, ``BAD_VERSION``, ``NOT_EMPTY``.
+    **Never retried after a connection loss**: answer ``CONNECTION_LOSS`` instead.  A
+    delete that reached the server, retried, could remove the znode another member created
+    at the same path meanwhile (a new znode starts again at version 0, so the version does
+    not protect it); the machine reads the znode again -- still ours? -- before it deletes
+    once more.
 ``Multi(req, ops)``
     Reserved for an atomic claim; the machine does not emit it yet.  ``ops`` are `Create`,
     `SetData`, `Delete` values whose own ``req`` is ignored; reply ``error`` is the first
@@ -38,8 +43,8 @@ ZooKeeper requests (commands with ``req``; reply: ``ZkReply(req, ...)``)
 Any request may also fail with:
 
 * ``CONNECTION_LOSS`` -- no answer; the request **may or may not have been applied**.  The
-  production driver retries across connection losses for ``zk.sessiontimeout.ms +
-  zk.connectiontimeout.ms`` before answering this, and a retried request may land on a
+  production driver retries across connection losses (every request but `Delete`) for
+  ``zk.sessiontimeout.ms + zk.connectiontimeout.ms`` before answering this, and a retried request may land on a
   *new* session (so an ephemeral create can come to life on the new session: the machine
   cleans that up after an expiry).  A simulator may reproduce both outcomes.
 * ``SESSION_EXPIRED`` -- the session is gone, with its ephemerals.

@@ -149,6 +149,8 @@ class MemberMachine:
         self.commit_tokens: dict[int, float | None] = {}
         self.check_tokens: set[int] = set()
         self.exists_reqs: dict[int, str] = {}  # req -> conflicting owner path
+        #: owner znodes whose create/delete outcome is unknown: (path, our value)
+        self.doubtful: set[tuple[str, bytes]] = set()
         self.fetch_brokers: dict[int, Any] = {}
         self._out: list[Command] = []
         self._next_req = 0

@@ -79,6 +79,7 @@ __all__ = [
     "notify_revoked",
     "owns_now",
     "release",
+    "sweep_doubtful",
     "verify",
     "watch_conflicts",
     "write_offset",
@@ -125,12 +126,15 @@ def notify_revoked(m: MemberMachine, states: Iterable[Owned]) -> Proc:
 def delete_if_ours(m: MemberMachine, path: str, value: bytes) -> Proc:
     """Delete an owner znode only if it holds ``value`` *and* belongs to our current
     session: after an expiry another member may hold it, and only the session tells our
-    znode from theirs.  Failures are logged, not raised (the session's end removes it)."""
+    znode from theirs.  Failures are logged, not raised: the znode is remembered as
+    *doubtful* and deleted before the next claim (`sweep_doubtful`), else it would block the
+    partition's next owner for as long as our session lives."""
     got = yield from call(GetData(m.req(), path))
     if got.error is ZkError.NO_NODE:
         return False
     if got.error is not None:
         log.warning("could not release %s: %s", path, failed(got, "get", path))
+        m.doubtful.add((path, value))
         return False
     owner = got.stat.ephemeral_owner if got.stat else 0
     if got.data != value or m.session_id is None or owner != m.session_id:
@@ -141,8 +145,23 @@ def delete_if_ours(m: MemberMachine, path: str, value: bytes) -> Proc:
     gone = yield from call(Delete(m.req(), path, version))
     if gone.error not in (None, ZkError.NO_NODE):
         log.warning("could not release %s: %s", path, failed(gone, "delete", path))
+        m.doubtful.add((path, value))
         return False
     return True
+
+
+def sweep_doubtful(m: MemberMachine) -> Proc:
+    """Delete owner znodes whose create or delete had an unknown outcome (CONNECTION_LOSS:
+    it may have been applied) and that we do not own: such a znode carries our thread id on
+    our session, so nobody else could ever claim the partition while we live."""
+    owned = {owner_path(m.config.group, t, n) for t, n in m.owned}
+    doubtful = sorted(d for d in m.doubtful if d[0] not in owned)
+    m.doubtful.clear()
+    if doubtful:
+        log.info("%s: removing owner znodes of unknown fate: %s", m.config.consumer_id,
+                 ", ".join(p for p, _ in doubtful))
+        yield from gather([delete_if_ours(m, p, v) for p, v in doubtful])
+    return None
 
 
 def claim(m: MemberMachine, wanted: Mapping[Key, str]) -> Proc:
@@ -158,7 +177,11 @@ def claim(m: MemberMachine, wanted: Mapping[Key, str]) -> Proc:
     try:
         for i, ((topic, name), thread) in enumerate(items):
             path = owner_path(cfg.group, topic, name)
-            ours, holder = yield from create_expect_conflict(m, path, thread.encode())
+            try:
+                ours, holder = yield from create_expect_conflict(m, path, thread.encode())
+            except ZkConsumerError:
+                m.doubtful.add((path, thread.encode()))  # may have been created
+                raise
             if ours:
                 created.append((path, thread.encode()))
                 continue

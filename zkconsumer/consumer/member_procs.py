@@ -131,6 +131,7 @@ def _attempt(m: MemberMachine) -> Proc:
         # lives on: we are still a member, so register again.
         log.warning("%s vanished; registering again", id_path)
         yield from ops.register(m)
+    yield from own.sweep_doubtful(m)
     view = yield from ops.read_view(m)
     for topic in view.my_threads:
         m.ensure_watch(topic_path(topic))
@@ -181,6 +182,8 @@ def _attempt_done(m: MemberMachine, conflicts: list[ops.Conflict] | None,
         m.rebalance = None
         m._set_state(S.STABLE, "rebalanced")
         m.start_done(None)
+        if m.doubtful:  # a release's delete had an unknown outcome: sweep it soon
+            m.request_rebalance("owner znodes of unknown fate")
         return
     else:
         log.info("%s: rebalance attempt %d/%d: partitions still owned by others: %s",

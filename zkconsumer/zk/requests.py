@@ -13,6 +13,9 @@ existence watch (its creation fires it).  ``on_fire(path, kind)`` is called on k
 thread once per firing of a (path, kind) pair, however many times it was armed (one
 callback object per pair, which kazoo keeps in a set); kazoo's ``NONE`` events -- the
 connection or the session went away, taking the watches with it -- are not firings.
+
+Every request but `ZkRequests.delete` is retried across connection losses (the session's
+semantics); a delete is tried once (see there).
 """
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ from typing import Any, NamedTuple
 
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionLoss,
+    KazooException,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    OperationTimeoutError,
 )
+from kazoo.exceptions import SessionExpiredError as KazooSessionExpiredError
 from kazoo.protocol.states import WatchedEvent
 
 from zkconsumer.errors import SessionExpiredError, ZooKeeperError
@@ -155,8 +162,30 @@ class ZkRequests:
         return self.run("set", path, call)
 
     def delete(self, path: str, version: int) -> ZkOutcome:
-        def call() -> ZkOutcome:
-            client = self.session.client
-            self.session._op("delete", path, lambda: client.delete_async(path, version))
-            return ZkOutcome()
-        return self.run("delete", path, call)
+        """One attempt, never retried after a connection loss (``CONNECTION_LOSS``).
+
+        A delete that reached the server before the connection dropped, retried, could
+        remove the znode someone created at the same path meanwhile: a new znode starts
+        again at version 0, so the version does not protect it.  The caller reads the
+        znode again (is it still ours?) before deleting once more."""
+        client = self.session.client
+        timeout = self.session.operation_timeout_ms / 1000.0
+        try:
+            client.delete_async(path, version).get(timeout=timeout)
+        except (ConnectionLoss, OperationTimeoutError) as exc:
+            return ZkOutcome("CONNECTION_LOSS", message=f"delete {path}: {exc!r}")
+        except KazooSessionExpiredError as exc:
+            return ZkOutcome("SESSION_EXPIRED", message=f"delete {path}: {exc!r}")
+        except (NoNodeError, BadVersionError, NotEmptyError, KazooException) as exc:
+            return self.run("delete", path, _raise(exc))
+        except Exception as exc:  # the handler's timeout: no answer, outcome unknown
+            return ZkOutcome("CONNECTION_LOSS", message=f"delete {path}: {exc!r}")
+        return ZkOutcome()
+
+
+def _raise(exc: BaseException) -> Callable[[], ZkOutcome]:
+    def call() -> ZkOutcome:
+        if isinstance(exc, (NoNodeError, BadVersionError, NotEmptyError)):
+            raise exc
+        raise ZooKeeperError(f"{type(exc).__name__} {exc}") from exc
+    return call

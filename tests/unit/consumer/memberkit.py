@@ -59,6 +59,9 @@ class FakeZk:
     exists_watches: dict[str, set[int]] = field(default_factory=dict)
     fired: list[tuple[int, WatchFired]] = field(default_factory=list)
     ops: int = 0
+    #: (request type name, path) -> applied?  The next such request is answered
+    #: CONNECTION_LOSS, after being applied (True) or not (False): an unknown outcome.
+    lose: dict[tuple[str, str], bool] = field(default_factory=dict)
 
     def children(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
@@ -110,6 +113,14 @@ class FakeZk:
 
     def execute(self, member: int, session: int, cmd: Command) -> ZkReply:
         self.ops += 1
+        applied = self.lose.pop((type(cmd).__name__, getattr(cmd, "path", "")), None)
+        if applied is not None:
+            if applied:
+                self._apply(member, session, cmd)
+            return ZkReply(cmd.req, ZkError.CONNECTION_LOSS)  # type: ignore[union-attr]
+        return self._apply(member, session, cmd)
+
+    def _apply(self, member: int, session: int, cmd: Command) -> ZkReply:
         if isinstance(cmd, GetData):
             node = self.nodes.get(cmd.path)
             if node is None:

@@ -286,3 +286,37 @@ def test_autocommit_is_a_timer() -> None:
     h.post(a, Acked("t", "0-1", 42))
     h.advance(1.0)
     assert h.zk.nodes["/consumers/g/offsets/t/0-1"].data == b"42"
+
+
+# -- unknown outcomes (CONNECTION_LOSS: applied or not) ----------------------------------------
+
+def test_a_lost_delete_is_swept_so_the_next_owner_can_claim() -> None:
+    h = Harness()
+    _cluster(h)
+    a, b = _member(h, "a", 11), _member(h, "b", 12)
+    _start(h, a)
+    # a's release of 1-0 to b gets no answer and did not happen: the znode keeps a's id
+    h.zk.lose[("Delete", "/consumers/g/owners/t/1-0")] = False
+    _start(h, b)
+    h.advance(30.0)
+    assert _settled(h, [a, b])
+    assert h.zk.nodes["/consumers/g/owners/t/1-0"].data == b"g_b-0"
+
+
+def test_a_create_with_unknown_outcome_is_rolled_back() -> None:
+    h = Harness()
+    _cluster(h)
+    a, b = _member(h, "a", 11), _member(h, "b", 12)
+    _start(h, a)
+    _start(h, b)
+    # b leaves; a claims b's half but the create of 1-1 is applied without an answer ...
+    h.zk.lose[("Create", "/consumers/g/owners/t/1-1")] = True
+    h.post(b, CloseRequested(h.now + 1.0))
+    h.run()
+    # ... and before a retries, b comes back: 1-1 is b's again, a must not keep it
+    b2 = _member(h, "b", 13)
+    _start(h, b2)
+    h.advance(30.0)
+    assert _settled(h, [a, b2])
+    assert h.zk.nodes["/consumers/g/owners/t/1-1"].data == b"g_b-0"
+    assert h.zk.nodes["/consumers/g/owners/t/1-1"].owner == 13
