@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from zkconsumer.errors import ConfigurationError
+from zkconsumer.extras import require
 from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
 
 __all__ = ["EPILOG", "add_parser", "main"]
@@ -87,6 +88,7 @@ def main(args: argparse.Namespace) -> int:
     target = TargetSpec.parse(args.to)
     if target.kind != "kafka":
         raise ConfigurationError("translate needs a kafka:// target")
+    require("mirror", "zkconsumer mirror translate")
     bootstrap = ",".join(target.bootstrap)
     if args.reverse:
         return _reverse(args, bootstrap)

@@ -50,6 +50,14 @@ def test_mirror_to_kafka_without_the_mirror_extra(zk_connect: str) -> None:
     _one_line_error(result, "mirror", "mirror", "confluent_kafka")
 
 
+def test_mirror_translate_without_the_mirror_extra(zk_connect: str) -> None:
+    result = _run("confluent_kafka", _CLI, "mirror", "translate", "--zk", zk_connect,
+                  "--group", "g", "--mirror-group", "m", "--to", "kafka://127.0.0.1:9",
+                  "--target-group", "x")
+    _one_line_error(result, "mirror", "mirror", "confluent_kafka")
+    assert "zkconsumer mirror translate needs" in result.stderr
+
+
 @pytest.mark.parametrize("missing", ["pyspark", "pyarrow"])
 def test_export_without_the_spark_extra(tmp_path: Path, missing: str) -> None:
     result = _run(missing, _CLI, "export", "--brokers", "0:127.0.0.1:9", "--topic", "t",
