@@ -120,6 +120,10 @@ _PYTHON_ERROR = re.compile(r"^(?!(?:org|java|javax|scala|py4j)\.)([A-Za-z_][\w.]
                            r"(?:Error|Exception|Exit)): (.+)$", re.MULTILINE)
 
 
+#: An executor without the packages a kafka07 task needs (docs/spark.md, Troubleshooting).
+_MISSING_ON_EXECUTOR = re.compile(r"No module named '(zkconsumer|pyarrow|pyspark)[\w.']*")
+
+
 def executor_error(exc: BaseException) -> ZkConsumerError | None:
     """A failed Spark job's pages of JVM and Python traces as one line; None if none found.
 
@@ -140,8 +144,12 @@ def executor_error(exc: BaseException) -> ZkConsumerError | None:
     other = _PYTHON_ERROR.findall(text)
     if other:
         name, message = other[-1]
-        return ZkConsumerError(f"the Spark job failed: {name}: {message.strip()} (--debug "
-                               f"shows Spark's log and the whole trace)")
+        missing = _MISSING_ON_EXECUTOR.search(message)
+        hint = (f"the executors' Python lacks {missing.group(1)}: install zkconsumer[spark] "
+                f"there and point PYSPARK_PYTHON (or spark.pyspark.python) at that "
+                f"interpreter; " if name == "ModuleNotFoundError" and missing else "")
+        return ZkConsumerError(f"the Spark job failed: {name}: {message.strip()} ({hint}"
+                               f"--debug shows Spark's log and the whole trace)")
     return None
 
 
