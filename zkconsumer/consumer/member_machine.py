@@ -81,6 +81,7 @@ from zkconsumer.consumer.member_state import (
     MemberState,
     Owned,
     Proc,
+    RebalanceRun,
     check_transition,
 )
 from zkconsumer.consumer.member_zkops import awaited
@@ -105,18 +106,6 @@ class _Running:
     on_done: Callable[[Any, ZkConsumerError | None], None]
     waiting: set[Any] = field(default_factory=set)
     replies: dict[Any, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class RebalanceRun:
-    """Book-keeping of one rebalance (several attempts)."""
-
-    started: float
-    attempt: int = 0
-    total: int = 0
-    conflicts: list[tuple[str, bytes | None]] = field(default_factory=list)
-    error: ZkConsumerError | None = None
-    remaining: set[str] = field(default_factory=set)  # conflicting owners still present
 
 
 class MemberMachine:

@@ -37,9 +37,10 @@ from zkconsumer.consumer.member_commands import (
 from zkconsumer.consumer.member_events import (
     AssignmentCheckRequested,
     CommitRequested,
+    ConnState,
     TimerName,
 )
-from zkconsumer.consumer.member_state import MemberState, Owned, Proc
+from zkconsumer.consumer.member_state import MemberState, Owned, Proc, RebalanceRun
 from zkconsumer.errors import (
     ConsumerError,
     RebalanceFailedError,
@@ -101,7 +102,6 @@ def _fail(m: MemberMachine, error: ZkConsumerError, what: str) -> None:
 # -- rebalance ---------------------------------------------------------------------------------
 
 def start_rebalance(m: MemberMachine, why: str) -> None:
-    from zkconsumer.consumer.member_machine import RebalanceRun
     m.cancel_timer(TimerName.RETRY)
     m.rebalance = RebalanceRun(started=m.now)
     _begin_attempt(m, why)
@@ -418,7 +418,7 @@ def _closing(m: MemberMachine, *, commit: bool) -> Proc:
         m.emit(RevokePartitions(tuple(o.key for o in states)))
         yield from own.notify_revoked(m, states)
     if commit and m.config.commit_on_close:
-        if m.link.name == "LOST":
+        if m.link is ConnState.LOST:
             log.warning("%s: ZooKeeper session lost: not committing at close (the next "
                         "owners resume from the stored offsets)", m.config.consumer_id)
         else:

@@ -36,7 +36,7 @@ docs/architecture.md draws this table; a unit test checks the drawing equals it.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -47,7 +47,7 @@ from zkconsumer.consumer.member_commands import (
 from zkconsumer.consumer.member_events import (
     Key,
 )
-from zkconsumer.errors import ConfigurationError, LocalProtocolError
+from zkconsumer.errors import ConfigurationError, LocalProtocolError, ZkConsumerError
 from zkconsumer.zk.topic_count import TopicCount
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "MemberState",
     "Owned",
     "Proc",
+    "RebalanceRun",
     "check_transition",
 ]
 
@@ -207,3 +208,15 @@ class Owned:
     @property
     def key(self) -> Key:
         return (self.topic, self.name)
+
+
+@dataclass(slots=True)
+class RebalanceRun:
+    """Book-keeping of one rebalance (several attempts)."""
+
+    started: float
+    attempt: int = 0
+    total: int = 0
+    conflicts: list[tuple[str, bytes | None]] = field(default_factory=list)
+    error: ZkConsumerError | None = None
+    remaining: set[str] = field(default_factory=set)  # conflicting owners still present
