@@ -100,10 +100,12 @@ def main(args: argparse.Namespace) -> int:
               + _same(args))
     if summary.with_scala:
         print(f"# Scala 0.7.2 members: {summary.scala_gave_up} gave up after "
-              f"rebalance.retries.max ({summary.waived} schedules waived for liveness), "
+              f"rebalance.retries.max ({summary.waived} schedules waived for liveness and no loss), "
               f"{summary.scala_zombie} messages delivered by a Scala member that no longer "
               "owned the partition (it keeps fetching while disconnected), "
-              f"{summary.scala_stale} offsets left behind by a Scala autocommit race")
+              f"{summary.scala_stale} offsets left behind by a Scala autocommit race, "
+              f"{summary.scala_foreign_deletes} owner znodes of another member deleted by a "
+              "retried Scala deletePath")
     print(f"# duplicates: {summary.duplicates} messages delivered again, at most "
           f"{summary.duplicate_age:.1f} s after their first delivery; zombie deliveries within "
           f"the {ZOMBIE_BOUND:g} s bound: {summary.zombie}; slowest convergence "

@@ -46,8 +46,14 @@ from zkconsumer.consumer.member_events import Key
 from zkconsumer.sim.client import ZkClient
 from zkconsumer.sim.loop import Loop, Process
 from zkconsumer.sim.world import Cluster, Feed
-from zkconsumer.sim.zk import ZooKeeper
-from zkconsumer.zk.paths import consumer_ids_path, offsets_path, owner_path, parse_topic_count
+from zkconsumer.sim.zk import Node, ZooKeeper
+from zkconsumer.zk.paths import (
+    consumer_ids_path,
+    offsets_path,
+    owner_path,
+    owners_path,
+    parse_topic_count,
+)
 
 __all__ = ["LIVENESS_BOUND", "ZOMBIE_BOUND", "Checker", "Member"]
 
@@ -105,7 +111,10 @@ class Checker:
         #: partitions whose final offset is stale because a Scala member wrote it last
         self.scala_stale: dict[Key, None] = {}
         self._offsets_prefix = offsets_path(group) + "/"
+        self.scala_foreign_deletes = 0
+        self._owners_prefix = owners_path(group) + "/"
         zk.on_write = self._written
+        zk.on_delete = self._deleted
 
     def fail(self, invariant: str, detail: str) -> None:
         self.violations.append(f"t={self.loop.now:.4f} {invariant}: {detail}")
@@ -163,6 +172,20 @@ class Checker:
             while gaps and gaps[0][0] <= to:
                 to = max(to, gaps.pop(0)[1])
         self.acked_to[key] = to
+
+    def _deleted(self, path: str, node: Node) -> None:
+        """Nobody deletes an owner znode held by another session: that takes a partition
+        from its owner behind its back (and lets a third member claim it)."""
+        writer = self.zk.writer
+        if not path.startswith(self._owners_prefix) or not node.owner or node.owner == writer:
+            return
+        kind = self._kind_of(writer)
+        if kind == "scala":
+            # zkclient retries Scala's unconditional deletePath across an expiry
+            self.scala_foreign_deletes += 1
+        elif kind != "other":
+            self.fail("exclusive delivery", f"session {writer:#x} deleted {path} of session "
+                      f"{node.owner:#x} ({node.data!r})")
 
     # -- 2: commits ----------------------------------------------------------------------------
 

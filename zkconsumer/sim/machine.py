@@ -12,7 +12,7 @@ Like the production driver (`zkconsumer.zk.session.ZkSession._op`), a request an
 ``CONNECTION_LOSS`` may be sent again after a backoff (0.05 s doubling to 1 s) until
 ``zk.sessiontimeout.ms + zk.connectiontimeout.ms`` have passed -- after reconnecting,
 possibly on a *new* session -- before the machine is told; ``SESSION_EXPIRED`` is answered
-at once.  Which requests are retried is seeded, so both outcomes the contract allows happen.
+at once, and a ``Delete`` is never sent twice (`zkconsumer.zk.requests.ZkRequests.delete`).  Which requests are retried is seeded, so both outcomes the contract allows happen.
 
 If ``handle`` raises (an illegal transition, a bug), the checker fails the schedule with
 the machine's error: that is a finding, not a crash of the simulator.
@@ -221,7 +221,9 @@ class MachineMember(MemberProcess):
         return table
 
     def _request(self, command: Any) -> None:
-        retry = self.loop.rng.random() < 0.5
+        # a Delete is never retried (member_commands: a retry could remove the znode
+        # another member created meanwhile); others are, or not, seeded
+        retry = self.loop.rng.random() < 0.5 and not isinstance(command, Delete)
         self._sent[command.req] = (command, self.loop.now + self.retry_for if retry else 0.0, 0)
         self.client.submit(command)
 

@@ -71,6 +71,7 @@ class Counts:
     scala_zombie: int = 0
     scala_gave_up: int = 0
     start_failures: int = 0  # zkconsumer start() raised (the application started anew)
+    scala_foreign_deletes: int = 0  # owner znodes of another session a Scala member deleted
     waived: int = 0  # schedules where a Scala member gave up (liveness/no loss waived)
     converge_s: float = 0.0  # after the last fault (slowest, when summed)
 
@@ -84,6 +85,7 @@ class Counts:
         self.scala_zombie += other.scala_zombie
         self.scala_gave_up += other.scala_gave_up
         self.start_failures += other.start_failures
+        self.scala_foreign_deletes += other.scala_foreign_deletes
         self.waived += other.waived
         self.converge_s = max(self.converge_s, other.converge_s)
 
@@ -256,9 +258,11 @@ def _run(world: World, spec: Spec) -> Outcome:
     members = list(checker.members.values())
     outcome.scala_gave_up = sum(m.gave_up for m in members if m.kind == "scala")
     outcome.start_failures = sum(getattr(m, "start_failures", 0) for m in members)
-    # A Scala member that gave up either stayed registered owning nothing or exited: the
-    # group cannot be expected to converge or drain after that (REFERENCE §2.2).
-    outcome.waived = int(outcome.scala_gave_up > 0)
+    # A Scala member that gave up either stayed registered owning nothing or exited, or one
+    # deleted another member's owner znode: the group cannot be expected to converge or
+    # drain after that (REFERENCE §2.2).
+    outcome.scala_foreign_deletes = checker.scala_foreign_deletes
+    outcome.waived = int(outcome.scala_gave_up > 0 or outcome.scala_foreign_deletes > 0)
     if not checker.violations:
         for m in members:
             if m.kind != "scala" and m.gave_up:

@@ -269,17 +269,22 @@ class ScalaMember(MemberProcess):
         self.lock.release()
 
     def _attempts(self) -> Step:
-        for _ in range(self.config.retries):
+        who = self.consumer_id[-8:]
+        for i in range(self.config.retries):
+            self.loop.log(who, f"begin rebalancing try #{i}")
             cluster = yield from self._cluster()
             try:
                 done = yield from self._attempt(cluster)
-            except (_Fail, ZkConsumerError):
+            except (_Fail, ZkConsumerError) as exc:
+                self.loop.log(who, f"exception during rebalance: {exc}")
                 done = False
             if done:
+                self.loop.log(who, f"rebalanced: {sorted(self.registry)}")
                 return True
             yield from self._close_fetchers()
             yield float(self.config.backoff)
         self.gave_up += 1
+        self.loop.log(who, f"can't rebalance after {self.config.retries} retries")
         return False
 
     def _cluster(self) -> Step:
@@ -351,6 +356,7 @@ class ScalaMember(MemberProcess):
             else:
                 conflict = True
         if conflict:
+            self.loop.log(self.consumer_id[-8:], "conflict: rolling back the claim")
             for key in created:
                 yield from self._zk(Delete, owner_path(group, key[0], key[1]), -1)
             return False

@@ -121,6 +121,8 @@ class ZooKeeper:
         #: Called with (path, data) after every successful create or data change; ``writer``
         #: is then the session id that made it.
         self.on_write: Callable[[str, bytes | None], None] | None = None
+        #: Called with (path, node) before a request deletes a znode (not at expiry).
+        self.on_delete: Callable[[str, Node], None] | None = None
         self.writer = 0
 
     # -- sessions ------------------------------------------------------------------------------
@@ -162,6 +164,7 @@ class ZooKeeper:
             self.expired.append((self.loop.now, session.id))
         self.loop.log("zk", f"session {session.id:#x} {'expired' if expired else 'closed'}")
         fired: _Fired = []
+        self.writer = 0  # the server deletes these, nobody's request
         for path in list(session.ephemerals):
             self._delete(path, -1, fired, None)
         self.drop_watches(session.id)
@@ -228,6 +231,9 @@ class ZooKeeper:
             self._fire(fired)
             return ZkReply(req.req)
         error = self._write(session, req, fired, None)
+        if self.loop.tracing:
+            self.loop.log("zk", f"{sid:#x} {type(req).__name__} {getattr(req, 'path', '')}: "
+                          f"{'ok' if error is None else error.value}")
         self._fire(fired)
         if error is not None:
             return ZkReply(req.req, error)
@@ -338,6 +344,8 @@ class ZooKeeper:
             return ZkError.BAD_VERSION
         if node.children:
             return ZkError.NOT_EMPTY
+        if self.on_delete is not None and self.writer:
+            self.on_delete(path, node)
         self._unlink(path)
         fired.append((path, "deleted"))
         fired.append((_parent(path), "child"))
