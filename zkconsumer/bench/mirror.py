@@ -15,7 +15,9 @@ same run:
   source partition, checkpoints, preserve partitioning) from 0.7 into tansu, timed from the
   end of the claim (group join, fencing, checkpoint reads) until every message is in a
   committed transaction; ``mirror at-least-once`` -- the same
-  with ``--at-least-once``;
+  with ``--at-least-once``, and ``mirror at-least-once non-idempotent`` -- the same with
+  ``target.enable.idempotence=false`` (tansu takes an idempotent producer that is not
+  transactional markedly slower than a transactional one: see the ``producer`` line);
 * ``mirror kafka07`` -- the same 0.7 topic into a second 0.7 cluster (``--to kafka07://``, a
   dev broker registered under another chroot; at-least-once, zkconsumer's confirmed producer);
 * with ``--reverse``, the bridge (``mirror --from kafka://``): ``producer 07 confirmed`` --
@@ -197,14 +199,16 @@ def _timed(engine: Any, started: Any, done: Any) -> float:
 
 
 def _mirror(zk: str, to: str, topic: str, target: str, count: int, *,
-            exactly_once: bool = True, mode: str = "eos") -> float:
+            exactly_once: bool = True, mode: str = "eos",
+            options: dict[str, str] | None = None) -> float:
     from zkconsumer.consumer.config import ConsumerConfig
     from zkconsumer.consumer.subscription import Subscription
     from zkconsumer.mirror.config import MirrorConfig, TargetSpec
     from zkconsumer.mirror.runner import build_mirror
 
     config = MirrorConfig(target=TargetSpec.parse(to), topic_map={topic: target},
-                          exactly_once=exactly_once, poll_batch=20000, max_in_flight=200000)
+                          exactly_once=exactly_once, poll_batch=20000, max_in_flight=200000,
+                          target_options=options or {})
     # separate groups: each run reads from the start
     consumer = ConsumerConfig(group_id=f"bench-mirror-{topic}-{mode}", zk_connect=zk,
                               fetch_size=2 * 1024 * 1024)
@@ -329,7 +333,7 @@ def main(args: argparse.Namespace) -> int:
         n = args.messages
         for size in sizes:
             topic = f"bench-{size}"
-            for suffix in ("p", "ptx", "mirror", "alo", "src"):
+            for suffix in ("p", "ptx", "mirror", "alo", "alo-ni", "src"):
                 admin.create_topic(f"{topic}-{suffix}", parts, 1)
             _fill(broker, topic, size, n, parts)
             time.sleep(0.5)  # let the broker's flush make it all visible
@@ -348,6 +352,10 @@ def main(args: argparse.Namespace) -> int:
                 print(_line("mirror at-least-once", size, n, alo), flush=True)
                 print(f"mirror at-least-once / mirror {size}B: {100.0 * eos / alo:.0f} %",
                       flush=True)
+                plain = _mirror(zk.connect_string, tansu.url, topic, f"{topic}-alo-ni", n,
+                                exactly_once=False, mode="alo-ni",
+                                options={"enable.idempotence": "false"})
+                print(_line("mirror at-least-once non-idempotent", size, n, plain), flush=True)
             if not args.no_kafka07:
                 _register07(brokers[1], f"{topic}-07", parts)
                 k07 = _mirror(zk.connect_string, f"kafka07://{target07}", topic,
