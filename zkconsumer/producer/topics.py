@@ -23,9 +23,10 @@ from typing import Protocol
 
 from zkconsumer.client import BrokerConnection, produce
 from zkconsumer.errors import ConfigurationError, ProducerError, ZkConsumerError
-from zkconsumer.producer.cluster import ZkClusterView, _read_brokers, _read_topic_partitions
+from zkconsumer.producer.cluster import ZkClusterView
 from zkconsumer.producer.partitioning import BrokerPartition
 from zkconsumer.protocol import encode_message_set
+from zkconsumer.zk.registry import read_brokers, read_topic_partitions
 from zkconsumer.zk.session import ZkSession
 
 __all__ = ["Routing", "create_on_every_broker", "spread_warning"]
@@ -55,8 +56,8 @@ def create_on_every_broker(producer: Routing, topic: str, *, timeout: float = 30
         raise ConfigurationError(f"creating topic {topic!r} on every broker needs zk.connect "
                                  "(a broker.list producer already routes over every broker "
                                  "it lists)")
-    brokers = _read_brokers(session)
-    have = _read_topic_partitions(session, topic)
+    brokers = read_brokers(session)
+    have = read_topic_partitions(session, topic)
     created = [bid for bid in brokers if bid not in have]
     for bid in created:
         info = brokers[bid]
@@ -69,7 +70,7 @@ def create_on_every_broker(producer: Routing, topic: str, *, timeout: float = 30
     deadline = time.monotonic() + timeout
     while True:
         routed = {p.broker_id for p in producer.partitions_for(topic)}
-        registered = set(_read_topic_partitions(session, topic))
+        registered = set(read_topic_partitions(session, topic))
         missing = sorted(set(brokers) - (registered & routed))
         if not missing:
             break
@@ -91,7 +92,7 @@ def spread_warning(view: object, topic: str) -> str | None:
         return None  # broker.list: the producer routes over exactly the brokers it lists
     live = set(view.live_brokers)
     try:
-        on = set(_read_topic_partitions(view.session, topic))
+        on = set(read_topic_partitions(view.session, topic))
     except ZkConsumerError:
         return None  # ZooKeeper away: the send itself will say so
     if not live or on >= live:
