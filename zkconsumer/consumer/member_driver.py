@@ -368,17 +368,53 @@ class MemberDriver:
     # -- the ZooKeeper worker ------------------------------------------------------------------
 
     def _zk_run(self) -> None:
+        """Send every queued request at once (pipelined, in order), then post the replies
+        in the same order: a batch of the machine costs one round trip."""
         while True:
-            request = self._requests.get()
-            if request is _STOP:
+            batch = [self._requests.get()]
+            while len(batch) < 1000:
+                try:
+                    batch.append(self._requests.get_nowait())
+                except queue.Empty:
+                    break
+            stop = _STOP in batch
+            pending = [(r, begin_request(self._zk, r)) for r in batch if r is not _STOP]
+            for request, finish in pending:
+                self.post(_reply(request, finish))
+            if stop:
                 return
-            self.post(run_request(self._zk, request))
 
 
 def run_request(zk: ZkRequests, request: Any) -> ZkReply:
     """Execute one ZooKeeper request of the machine; its reply (never raises)."""
+    return _reply(request, begin_request(zk, request))
+
+
+def begin_request(zk: ZkRequests, r: Any) -> Callable[[], ZkOutcome]:
+    """Send one request of the machine (`ZkRequests.begin`); returns its waiter."""
     try:
-        outcome = _execute(zk, request)
+        if isinstance(r, GetData):
+            return zk.begin("get", r.path)
+        if isinstance(r, GetChildren):
+            return zk.begin("children", r.path, r.watch)
+        if isinstance(r, Exists):
+            return zk.begin("exists", r.path, r.watch)
+        if isinstance(r, Create):
+            return zk.begin("create", r.path, r.data, r.ephemeral)
+        if isinstance(r, SetData):
+            return zk.begin("set", r.path, r.data, r.version)
+        if isinstance(r, Delete):
+            return zk.begin("delete", r.path, r.version)
+        raise ZkConsumerError(f"not a ZooKeeper request: {r!r}")
+    except Exception as exc:  # a bug here must not leave the machine waiting
+        log.exception("ZooKeeper request %r failed", r)
+        failure = ZkOutcome("OTHER", message=repr(exc))
+        return lambda: failure
+
+
+def _reply(request: Any, finish: Callable[[], ZkOutcome]) -> ZkReply:
+    try:
+        outcome = finish()
     except Exception as exc:  # a bug here must not leave the machine waiting
         log.exception("ZooKeeper request %r failed", request)
         outcome = ZkOutcome("OTHER", message=repr(exc))
@@ -386,19 +422,3 @@ def run_request(zk: ZkRequests, request: Any) -> ZkReply:
                    outcome.data,
                    Stat(outcome.version, outcome.ephemeral_owner) if outcome.has_stat else None,
                    outcome.children, outcome.message)
-
-
-def _execute(zk: ZkRequests, r: Command) -> ZkOutcome:
-    if isinstance(r, GetData):
-        return zk.get(r.path)
-    if isinstance(r, GetChildren):
-        return zk.children(r.path, r.watch)
-    if isinstance(r, Exists):
-        return zk.exists(r.path, r.watch)
-    if isinstance(r, Create):
-        return zk.create(r.path, r.data, r.ephemeral)
-    if isinstance(r, SetData):
-        return zk.set(r.path, r.data, r.version)
-    if isinstance(r, Delete):
-        return zk.delete(r.path, r.version)
-    raise ZkConsumerError(f"not a ZooKeeper request: {r!r}")

@@ -14,6 +14,9 @@ Rules for every executor
   must reach ZooKeeper in that order (one session is FIFO); their replies may be fed back
   later and interleaved with other events, but replies to one member's requests must be
   fed back in the order ZooKeeper answered them (FIFO per session, as ZooKeeper does).
+  Requests returned together are independent of each other: the machine sends a request
+  that depends on another one only after that one's reply, so an executor may pipeline
+  them (the production driver sends a whole batch at once).
 * **Request ids.**  Every command with a ``req`` field expects exactly one reply event
   carrying that ``req``: a `ZkReply` for ZooKeeper requests, a `Done` for `NotifyRevoked`.
   A reply for a ``req`` the machine no longer waits for (it abandoned the work at a close

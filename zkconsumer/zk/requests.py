@@ -15,7 +15,8 @@ callback object per pair, which kazoo keeps in a set); kazoo's ``NONE`` events -
 connection or the session went away, taking the watches with it -- are not firings.
 
 Every request but `ZkRequests.delete` is retried across connection losses (the session's
-semantics); a delete is tried once (see there).
+semantics); a delete is tried once (see there).  `ZkRequests.begin` pipelines: a batch of
+requests costs one round trip.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, NamedTuple
 
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionClosedError,
     ConnectionLoss,
     KazooException,
     NodeExistsError,
@@ -168,24 +170,88 @@ class ZkRequests:
         remove the znode someone created at the same path meanwhile: a new znode starts
         again at version 0, so the version does not protect it.  The caller reads the
         znode again (is it still ours?) before deleting once more."""
+        return self.begin("delete", path, version)()
+
+    # -- pipelining ----------------------------------------------------------------------------
+
+    def begin(self, kind: str, path: str, *args: Any) -> Callable[[], ZkOutcome]:
+        """Send one request now, without waiting; returns what waits for its outcome.
+
+        Requests begun one after the other reach ZooKeeper in that order on the one
+        connection, so a batch costs one round trip instead of one per request.  The first
+        attempt is this asynchronous one; if the connection drops under it, the request is
+        done again the blocking way (`get`, `children`... with the session's retries) --
+        except a delete, which answers ``CONNECTION_LOSS`` (see `delete`).  ``kind``: get,
+        children, exists, create, set or delete; ``args`` as those methods take them."""
         client = self.session.client
-        timeout = self.session.operation_timeout_ms / 1000.0
         try:
-            client.delete_async(path, version).get(timeout=timeout)
-        except (ConnectionLoss, OperationTimeoutError) as exc:
-            return ZkOutcome("CONNECTION_LOSS", message=f"delete {path}: {exc!r}")
-        except KazooSessionExpiredError as exc:
-            return ZkOutcome("SESSION_EXPIRED", message=f"delete {path}: {exc!r}")
-        except (NoNodeError, BadVersionError, NotEmptyError, KazooException) as exc:
-            return self.run("delete", path, _raise(exc))
-        except Exception as exc:  # the handler's timeout: no answer, outcome unknown
-            return ZkOutcome("CONNECTION_LOSS", message=f"delete {path}: {exc!r}")
-        return ZkOutcome()
+            if kind == "get":
+                pending = client.get_async(path)
+            elif kind == "children":
+                watch = self._watcher(path, CHILDREN) if args[0] else None
+                pending = client.get_children_async(path, watch=watch)
+            elif kind == "exists":
+                watch = self._watcher(path, EXISTS) if args[0] else None
+                pending = client.exists_async(path, watch=watch)
+            elif kind == "create":
+                pending = client.create_async(path, args[0], ephemeral=args[1])
+            elif kind == "set":
+                pending = client.set_async(path, args[0], args[1])
+            elif kind == "delete":
+                pending = client.delete_async(path, args[0])
+            else:
+                raise ValueError(f"unknown request kind {kind!r}")
+        except Exception as exc:  # refused before sending (bad path, closed client...)
+            refused = ZkOutcome("OTHER", message=f"delete {path}: {exc!r}")
+            if kind == "delete":
+                return lambda: refused
+            return lambda: self._blocking(kind, path, args)
+        timeout = self.session.operation_timeout_ms / 1000.0
+
+        def finish() -> ZkOutcome:
+            try:
+                value = pending.get(timeout=timeout)
+            except NoNodeError:
+                if kind in ("children", "create") and (kind == "create" or args[0]):
+                    return self._blocking(kind, path, args)  # parents / existence watch
+                return ZkOutcome("NO_NODE")
+            except NodeExistsError:
+                return ZkOutcome("NODE_EXISTS")
+            except BadVersionError:
+                return ZkOutcome("BAD_VERSION")
+            except NotEmptyError:
+                return ZkOutcome("NOT_EMPTY")
+            except ConnectionClosedError as exc:
+                return ZkOutcome("CONNECTION_LOSS", message=f"{kind} {path}: {exc!r}")
+            except KazooSessionExpiredError as exc:
+                return ZkOutcome("SESSION_EXPIRED", message=f"{kind} {path}: {exc!r}")
+            except (ConnectionLoss, OperationTimeoutError) as exc:
+                if kind == "delete":
+                    return ZkOutcome("CONNECTION_LOSS", message=f"delete {path}: {exc!r}")
+                return self._blocking(kind, path, args)
+            except KazooException as exc:
+                return ZkOutcome("OTHER", message=f"{kind} {path}: {type(exc).__name__} {exc}")
+            except Exception as exc:  # the handler's timeout: no answer, outcome unknown
+                return ZkOutcome("CONNECTION_LOSS", message=f"{kind} {path}: {exc!r}")
+            return _outcome(kind, value, self.session.session_id if kind == "create" and
+                            args[1] else 0)
+
+        return finish
+
+    def _blocking(self, kind: str, path: str, args: tuple[Any, ...]) -> ZkOutcome:
+        method: Callable[..., ZkOutcome] = getattr(self, kind)
+        return method(path, *args)
 
 
-def _raise(exc: BaseException) -> Callable[[], ZkOutcome]:
-    def call() -> ZkOutcome:
-        if isinstance(exc, (NoNodeError, BadVersionError, NotEmptyError)):
-            raise exc
-        raise ZooKeeperError(f"{type(exc).__name__} {exc}") from exc
-    return call
+def _outcome(kind: str, value: Any, owner: int | None) -> ZkOutcome:
+    """The outcome of a successful asynchronous request (see `ZkRequests.begin`)."""
+    if kind == "get":
+        data, stat = value
+        return _stat(stat, None if data is None else bytes(data))
+    if kind == "children":
+        return ZkOutcome(children=tuple(sorted(value)))
+    if kind in ("exists", "set"):
+        return ZkOutcome() if value is None else _stat(value)
+    if kind == "create":
+        return ZkOutcome(None, None, 0, owner or 0)
+    return ZkOutcome()
