@@ -66,6 +66,13 @@ class ZkOutcome(NamedTuple):
         return self.version >= 0
 
 
+#: ZooKeeper's answers that are outcomes, not failures, by their kazoo exception.
+_ANSWER_CODES: dict[type[Exception], str] = {
+    NoNodeError: "NO_NODE", NodeExistsError: "NODE_EXISTS", BadVersionError: "BAD_VERSION",
+    NotEmptyError: "NOT_EMPTY"}
+_ANSWERS = (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError)
+
+
 def _stat(stat: Any, data: bytes | None = None) -> ZkOutcome:
     return ZkOutcome(None, data, int(stat.version), int(stat.ephemeralOwner))
 
@@ -92,14 +99,8 @@ class ZkRequests:
         """``call()`` with every failure turned into an outcome."""
         try:
             return call()
-        except NoNodeError:
-            return ZkOutcome("NO_NODE")
-        except NodeExistsError:
-            return ZkOutcome("NODE_EXISTS")
-        except BadVersionError:
-            return ZkOutcome("BAD_VERSION")
-        except NotEmptyError:
-            return ZkOutcome("NOT_EMPTY")
+        except _ANSWERS as exc:
+            return ZkOutcome(_ANSWER_CODES[type(exc)])
         except SessionExpiredError as exc:
             return ZkOutcome("SESSION_EXPIRED", message=str(exc))
         except ZooKeeperError as exc:
@@ -215,12 +216,8 @@ class ZkRequests:
                 if kind in ("children", "create") and (kind == "create" or args[0]):
                     return self._blocking(kind, path, args)  # parents / existence watch
                 return ZkOutcome("NO_NODE")
-            except NodeExistsError:
-                return ZkOutcome("NODE_EXISTS")
-            except BadVersionError:
-                return ZkOutcome("BAD_VERSION")
-            except NotEmptyError:
-                return ZkOutcome("NOT_EMPTY")
+            except _ANSWERS as exc:
+                return ZkOutcome(_ANSWER_CODES[type(exc)])
             except ConnectionClosedError as exc:
                 return ZkOutcome("CONNECTION_LOSS", message=f"{kind} {path}: {exc!r}")
             except KazooSessionExpiredError as exc:
