@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 from test_sim_schedules import _report
 
 from zkconsumer.sim.batch import run_many
@@ -28,6 +29,7 @@ from zkconsumer.sim.run import Spec
 SCHEDULES = int(os.environ.get("ZKCONSUMER_SIM_SCHEDULES", "10000"))
 
 
+@pytest.mark.slow
 def test_ten_thousand_schedules_keep_every_invariant() -> None:
     began = time.monotonic()
     summary = run_many([Spec(seed) for seed in range(SCHEDULES)], workers=2)
