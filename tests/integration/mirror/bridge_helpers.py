@@ -1,11 +1,12 @@
 """Helpers of the bridge tests (modern Kafka -> 0.7): write records into tansu, read 0.7
-partitions back whole, register a 0.7 topic the 0.7 way, run a `Bridge` in a thread."""
+partitions back whole, register a 0.7 topic the 0.7 way, start a `Bridge` in a thread."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
+
+from mirror_helpers import MirrorThread
 
 from zkconsumer.client import BrokerConnection, SimpleConsumer
 from zkconsumer.client import produce as raw_produce
@@ -60,33 +61,14 @@ def register_topic(brokers: Sequence[Any], topic: str, partitions: int) -> None:
                 raw_produce(conn, topic, p, encode_message_set([]), confirm=True)
 
 
-class BridgeThread:
-    """A real `Bridge` running in a background thread."""
-
-    def __init__(self, bootstrap: str, zk_connect: str, topics: list[str], *,
+def start_bridge(bootstrap: str, zk_connect: str, topics: list[str], *,
                  group: str = "bridge", partitioning: str = "preserve",
                  topic_map: dict[str, str] | None = None,
-                 target_options: dict[str, str] | None = None, **settings: Any) -> None:
-        config = MirrorConfig(target=TargetSpec.parse(f"kafka07://{zk_connect}"),
-                              partitioning=Partitioning(partitioning),
-                              topic_map=topic_map or {},
-                              target_options=target_options or {},
-                              **{**BRIDGE_FAST, **settings})
-        source = SourceSpec((bootstrap,), group, tuple(topics), options=SOURCE_FAST)
-        self.bridge = Bridge(config, source)
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="test-bridge", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.bridge.run()
-        except BaseException as exc:
-            self.error = exc
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self.bridge.stop()
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), "bridge did not stop"
-        if self.error is not None:
-            raise self.error
+                 target_options: dict[str, str] | None = None,
+                 **settings: Any) -> MirrorThread:
+    """A real `Bridge` running in a background thread (``.mirror`` is the bridge)."""
+    config = MirrorConfig(target=TargetSpec.parse(f"kafka07://{zk_connect}"),
+                          partitioning=Partitioning(partitioning), topic_map=topic_map or {},
+                          target_options=target_options or {}, **{**BRIDGE_FAST, **settings})
+    source = SourceSpec((bootstrap,), group, tuple(topics), options=SOURCE_FAST)
+    return MirrorThread(Bridge(config, source)).start()

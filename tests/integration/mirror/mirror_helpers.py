@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import random
+import signal
 import subprocess
 import sys
 import threading
+import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from zkconsumer.mirror.engine import Mirror
 from zkconsumer.producer.producer import Producer
@@ -56,9 +61,10 @@ def log_ends(zk_connect: str, topic: str) -> dict[str, int]:
 
 
 class MirrorThread:
-    """A real `Mirror` (GroupConsumer + target client) running in a background thread."""
+    """A real mirror engine (`Mirror`, `ExactlyOnceMirror` or the `Bridge`) running in a
+    background thread."""
 
-    def __init__(self, mirror: Mirror) -> None:
+    def __init__(self, mirror: Mirror | Any) -> None:
         self.mirror = mirror
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="test-mirror", daemon=True)
@@ -92,3 +98,45 @@ def mirror_subprocess(args: list[str], log_file: Path) -> subprocess.Popen[bytes
         return subprocess.Popen([sys.executable, "-m", "zkconsumer", "--log-level", "INFO",
                                  "mirror", *args], stdout=subprocess.DEVNULL, stderr=err,
                                 env=env, cwd=str(REPO))
+
+
+class MirrorProcesses:
+    """``zkconsumer mirror ARGS`` subprocesses by name: launched, killed with -9 at random
+    moments and launched again, stopped with SIGTERM; each launch logs to its own file."""
+
+    def __init__(self, args: list[str], log_dir: Path) -> None:
+        self.args = args
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.launches = Counter[str]()
+
+    def log(self, name: str) -> Path:
+        return self.log_dir / f"{name}-{self.launches[name]}.log"
+
+    def launch(self, name: str) -> None:
+        self.launches[name] += 1
+        self.procs[name] = mirror_subprocess([*self.args, "--set", f"consumerid={name}"],
+                                             self.log(name))
+
+    def kill_at_random(self, rng: random.Random, kills: int,
+                       pause: tuple[float, float]) -> None:
+        """Kill -9 the processes in turn, each at a random moment, and relaunch it."""
+        names = sorted(self.procs)
+        for kill in range(kills):
+            victim = names[kill % len(names)]
+            time.sleep(rng.uniform(*pause))  # the random moment itself (not a wait)
+            self.procs[victim].send_signal(signal.SIGKILL)
+            assert self.procs[victim].wait(10) == -signal.SIGKILL
+            self.launch(victim)
+
+    def stop(self, timeout: float) -> None:
+        """SIGTERM every process; each must exit 0 (its log tail says why not)."""
+        for proc in self.procs.values():
+            proc.send_signal(signal.SIGTERM)
+        for name, proc in self.procs.items():
+            assert proc.wait(timeout) == 0, self.log(name).read_text()[-3000:]
+
+    def kill_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()

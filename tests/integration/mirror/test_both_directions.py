@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bridge_helpers import BridgeThread, produce_modern, read_07, register_topic
+from bridge_helpers import produce_modern, read_07, register_topic, start_bridge
 from fixtures.tansu import create_topic, read_records
 from fixtures.waiting import wait_until
 from mirror_helpers import committed, log_ends, produce
@@ -29,7 +29,7 @@ def test_both_directions_at_once_copy_nothing_back(zk_connect, dev_broker, tansu
 
     forward = start_mirror(tansu.url, topics=["orders"], group="fwd",
                            transaction_interval_ms=100)
-    bridge = BridgeThread(tansu.bootstrap, zk_connect, ["orders"], group="bridge")
+    bridge = start_bridge(tansu.bootstrap, zk_connect, ["orders"], group="bridge")
     try:
         for i in range(0, 1500, 300):  # both sides written while both directions run
             produce(zk_connect, "orders", legacy[i:i + 300], chunk=50)
@@ -54,7 +54,7 @@ def test_both_directions_at_once_copy_nothing_back(zk_connect, dev_broker, tansu
         wait_until(lambda: committed(zk_connect, "fwd", "orders") == log_ends(zk_connect,
                                                                                "orders"),
                    timeout=60, what="the forward mirror past every 0.7 message")
-        wait_until(lambda: bridge.bridge.stats.looped == len(legacy), timeout=60,
+        wait_until(lambda: bridge.mirror.stats.looped == len(legacy), timeout=60,
                    what="the bridge skipping every forward-mirrored record")
     finally:
         forward.stop()
@@ -63,4 +63,4 @@ def test_both_directions_at_once_copy_nothing_back(zk_connect, dev_broker, tansu
     assert legacy_side() == everything
     assert forward.mirror.stats.looped == len(modern)
     assert forward.mirror.stats.messages == len(legacy)
-    assert bridge.bridge.stats.messages == len(modern)
+    assert bridge.mirror.stats.messages == len(modern)

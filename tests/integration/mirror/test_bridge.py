@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from bridge_helpers import BridgeThread, produce_modern, read_07, register_topic
+from bridge_helpers import produce_modern, read_07, register_topic, start_bridge
 from fixtures.tansu import create_topic
 from fixtures.waiting import wait_until
 from mirror_helpers import log_ends
@@ -47,7 +47,7 @@ def test_bridge_writes_every_record_once(zk_connect, dev_broker, tansu, partitio
                for i in range(N)]
     produce_modern(tansu.bootstrap, "orders", records, SOURCE_PARTITIONS)
 
-    bridge = BridgeThread(tansu.bootstrap, zk_connect, ["orders"],
+    bridge = start_bridge(tansu.bootstrap, zk_connect, ["orders"],
                           partitioning=partitioning, topic_map={"orders": "orders07"},
                           target_options={"compression.codec": codec})
     try:
@@ -72,4 +72,4 @@ def test_bridge_writes_every_record_once(zk_connect, dev_broker, tansu, partitio
         assert all(len(values) > N // 8 for values in got.values())  # spread over all four
     if codec != "none":  # compressed on the wire: far fewer log bytes than payload bytes
         assert sum(log_ends(zk_connect, "orders07").values()) < sum(len(v) for _k, v in records)
-    assert bridge.bridge.stats.messages == N
+    assert bridge.mirror.stats.messages == N

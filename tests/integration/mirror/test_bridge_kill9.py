@@ -7,8 +7,6 @@ bridge is the only writer of its 0.7 partitions), in source order per source par
 from __future__ import annotations
 
 import random
-import signal
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -18,7 +16,7 @@ import pytest
 from bridge_helpers import read_07, register_topic
 from fixtures.tansu import create_topic
 from fixtures.waiting import wait_until
-from mirror_helpers import mirror_subprocess
+from mirror_helpers import MirrorProcesses
 
 SOURCE_PARTITIONS = 4
 FAST = ["--set", "mirror.commit.interval.ms=300", "--set", "mirror.poll.batch=300",
@@ -68,12 +66,7 @@ def test_kill_9_of_the_bridge_leaves_every_record_once_in_07(
     args = ["--from", tansu.url, "--group", "bridge", "--topic", "events",
             "--to", f"kafka07://{zk_connect}", "--topic-map", "events:events07",
             "--partitioning", partitioning, *FAST]
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    launches = Counter[str]()
-
-    def launch(name: str) -> None:
-        launches[name] += 1
-        procs[name] = mirror_subprocess(args, tmp_path / f"{name}-{launches[name]}.log")
+    bridges = MirrorProcesses(args, tmp_path)
 
     def in_07() -> int:
         return sum(map(len, read_07(zk_connect, "events07").values()))
@@ -81,29 +74,18 @@ def test_kill_9_of_the_bridge_leaves_every_record_once_in_07(
     feeder = threading.Thread(target=keep_producing, daemon=True)
     feeder.start()
     try:
-        launch("a")
-        launch("b")
+        bridges.launch("a")
+        bridges.launch("b")
         wait_until(lambda: in_07() > 0, timeout=60, what="the bridges writing something")
-        for kill in range(4):  # kill -9 one of them at a random moment, then restart it
-            victim = "ab"[kill % 2]
-            time.sleep(rng.uniform(0.5, 3.0))  # the random moment itself (not a wait)
-            procs[victim].send_signal(signal.SIGKILL)
-            assert procs[victim].wait(10) == -signal.SIGKILL
-            launch(victim)
+        bridges.kill_at_random(rng, 4, (0.5, 3.0))
         stop.set()
         feeder.join(60)
         wait_until(lambda: in_07() >= len(produced), timeout=180,
                    what=f"the bridges catching up (seed {seed})")
-        for proc in procs.values():
-            proc.send_signal(signal.SIGTERM)
-        for name, proc in procs.items():
-            log = (tmp_path / f"{name}-{launches[name]}.log").read_text()[-3000:]
-            assert proc.wait(60) == 0, log
+        bridges.stop(60)
     finally:
         stop.set()
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
+        bridges.kill_all()
 
     got = read_07(zk_connect, "events07")
     have = Counter(v for values in got.values() for v in values)

@@ -9,17 +9,14 @@ three modes and the three kinds of source sets are all covered in about a minute
 from __future__ import annotations
 
 import random
-import signal
-import subprocess
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from fixtures.tansu import create_topic, read_records
 from fixtures.waiting import wait_until
-from mirror_helpers import committed, log_ends, mirror_subprocess, produce
+from mirror_helpers import MirrorProcesses, committed, log_ends, produce
 
 from zkconsumer.producer.producer import Producer
 from zkconsumer.protocol import Compression
@@ -64,41 +61,24 @@ def test_kill_9_at_random_moments_leaves_every_message_exactly_once(
 
     args = ["--zk", zk_connect, "--group", "eos", "--topic", "events", "--to", tansu.url,
             "--partitioning", partitioning, *FAST]
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    launches = Counter[str]()
-
-    def launch(name: str) -> None:
-        launches[name] += 1
-        procs[name] = mirror_subprocess([*args, "--set", f"consumerid={name}"],
-                                        tmp_path / f"{name}-{launches[name]}.log")
-
+    mirrors = MirrorProcesses(args, tmp_path)
     feeder = threading.Thread(target=keep_producing, daemon=True)
     feeder.start()
     try:
-        launch("a")
-        launch("b")
+        mirrors.launch("a")
+        mirrors.launch("b")
         wait_until(lambda: sum(committed(zk_connect, "eos", "events").values()) > 0,
                    timeout=60, what="the mirrors committing something")
-        for kill in range(4):  # kill -9 one of them at a random moment, then restart it
-            victim = "ab"[kill % 2]
-            time.sleep(rng.uniform(0.3, 2.0))  # the random moment itself (not a wait)
-            procs[victim].send_signal(signal.SIGKILL)
-            assert procs[victim].wait(10) == -signal.SIGKILL
-            launch(victim)
+        mirrors.kill_at_random(rng, 4, (0.3, 2.0))
         stop.set()
         feeder.join(30)
         ends = log_ends(zk_connect, "events")
         wait_until(lambda: committed(zk_connect, "eos", "events") == ends, timeout=90,
                    what=f"the mirrors catching up (seed {seed})")
-        for proc in procs.values():
-            proc.send_signal(signal.SIGTERM)
-        for name, proc in procs.items():
-            assert proc.wait(30) == 0, (tmp_path / f"{name}-{launches[name]}.log").read_text()[-3000:]
+        mirrors.stop(30)
     finally:
         stop.set()
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
+        mirrors.kill_all()
 
     got = read_records(tansu.bootstrap, "events", len(produced), timeout=60)
     have = Counter(r.value for part in got.values() for r in part)
