@@ -361,7 +361,7 @@ class ZooKeeperAuthError(ZooKeeperError):
 class ZooKeeperUnreachableError(ZooKeeperError):
     """No ZooKeeper server of the connect string answered within ``zk.connectiontimeout.ms``.
 
-    Retriable: a long-running command keeps trying at start-up (`zk.session.start_when_reachable`);
+    Retriable: a long-running command keeps trying at start-up (`zk.startup.start_when_reachable`);
     a one-shot command reports it.  Not raised for a host that does not resolve, a missing
     chroot or refused credentials: those are settings to fix.
     """

@@ -54,7 +54,7 @@ from zkconsumer.daemon.tracker import AckTracker, Key
 from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
 from zkconsumer.telemetry.http import MetricsServer
 from zkconsumer.telemetry.progress import Progress
-from zkconsumer.zk.session import start_when_reachable
+from zkconsumer.zk.startup import start_when_reachable
 
 __all__ = ["Daemon"]
 

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -63,46 +62,11 @@ from zkconsumer.errors import (
     ZooKeeperUnreachableError,
 )
 from zkconsumer.zk.security import KazooLog, ZkSecurity, auth_error, explain_connect_failure
+from zkconsumer.zk.startup import check_hosts_resolve
 
-__all__ = ["SessionState", "ZkSession", "ZnodeInfo", "start_when_reachable"]
+__all__ = ["SessionState", "ZkSession", "ZnodeInfo"]
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-
-def start_when_reachable(start: Callable[[], T], backoff: Backoff, *,
-                         on_retry: Callable[[ZooKeeperUnreachableError], None] | None = None,
-                         ) -> T | None:
-    """Call ``start`` until ZooKeeper answers: the start-up of a long-running command.
-
-    ``start`` connects a *fresh* `ZkSession` (itself, or through a ``GroupConsumer``) and
-    returns what it started.  When no server answers within the connection timeout
-    (`ZooKeeperUnreachableError`), the attempt is logged (WARNING, ``event=zk_connect_retry``),
-    ``on_retry(error)`` is called, and after ``backoff.next_delay()`` it is tried again --
-    until ``backoff``'s deadline (the ``--startup-timeout``; then the last error is raised,
-    with the number of attempts) or until its sleep is interrupted (a stop request: returns
-    None).  Every other error (a host that does not resolve, a missing chroot, refused
-    credentials) is raised at once: retrying cannot fix a setting.  Jitter in ``backoff``
-    keeps many members started together from retrying in step against a struggling ensemble.
-    """
-    while True:
-        try:
-            return start()
-        except ZooKeeperUnreachableError as exc:
-            if backoff.expired():
-                raise ZooKeeperUnreachableError(
-                    f"{exc} (gave up after {backoff.attempts + 1} attempts: "
-                    "--startup-timeout)") from exc
-            delay = backoff.next_delay()
-            log.warning("ZooKeeper not answering (attempt %d): %s; retrying in %.1fs",
-                        backoff.attempts, exc, delay,
-                        extra={"event": "zk_connect_retry", "attempt": backoff.attempts})
-            if on_retry is not None:
-                on_retry(exc)
-            if not backoff.sleep(delay):
-                return None
-
 
 class SessionState(str, Enum):
     """Connection states passed to state listeners (equal to kazoo's ``KazooState`` strings).
@@ -200,7 +164,7 @@ class ZkSession:
         tool would report an empty cluster.  The dev broker creates its chroot before it
         connects (`zkconsumer.broker.registration.ensure_chroot`); nothing else should.
         """
-        self._check_hosts_resolve()
+        check_hosts_resolve(self.connect, list(self.client.hosts))
         self.security.check_files()
         try:
             with warnings.catch_warnings():
@@ -230,28 +194,6 @@ class ZkSession:
     def chroot(self) -> str:
         """The chroot of the connect string (``""`` when there is none)."""
         return str(self.client.chroot or "")
-
-    def _check_hosts_resolve(self) -> None:
-        """`ZooKeeperError` if no host of the connect string resolves; a warning for some."""
-        hosts: list[tuple[str, int]] = list(self.client.hosts)
-        bad: list[str] = []
-        reason = ""
-        for host, port in hosts:
-            try:
-                socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except (socket.gaierror, UnicodeError) as exc:
-                bad.append(host)
-                reason = getattr(exc, "strerror", None) or str(exc)
-        if not bad:
-            return
-        names = ", ".join(repr(h) for h in bad)
-        if len(bad) == len(hosts):
-            raise ZooKeeperError(
-                f"cannot connect to ZooKeeper at {self.connect!r}: host "
-                f"{names} {'does' if len(bad) == 1 else 'do'} not resolve ({reason}); "
-                "check the host name in --zk / zk.connect")
-        log.warning("ZooKeeper host(s) %s of %r do not resolve (%s); using the others",
-                    names, self.connect, reason)
 
     def _check_chroot(self) -> None:
         chroot = self.chroot
