@@ -38,7 +38,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ConfigurationError, MirrorError, TargetError
 from zkconsumer.mirror.checkpoints import HEADER_SOURCE
@@ -50,6 +50,9 @@ from zkconsumer.mirror.runtime import Every, Runtime, RuntimeEngine, Stopped, cl
 from zkconsumer.mirror.targets import LIBRDKAFKA_LOG
 from zkconsumer.producer.partitioning import PartitionChooser
 from zkconsumer.protocol import default_partition
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 __all__ = ["Bridge", "SourceSpec"]
 
@@ -138,7 +141,7 @@ class Bridge(RuntimeEngine):
         self._lanes: dict[tuple[str, int], _Lane] = {}
         self._counts: dict[str, int] = {}
         self._committed: dict[tuple[str, int], int] = {}
-        self._consumer: Any = None
+        self._consumer: Consumer | None = None
         self._started = False
         self._pipeline: Pipeline[_Round] | None = None
 
@@ -167,7 +170,7 @@ class Bridge(RuntimeEngine):
         if self._pipeline is not None:
             self._pipeline.idle()
 
-    def _on_assign(self, _consumer: Any, partitions: list[Any]) -> None:
+    def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._idle()
         try:
             for tp in partitions:
@@ -193,16 +196,16 @@ class Bridge(RuntimeEngine):
         log.info("%s: claimed; 0.7 has its records up to source offset %s (those are "
                  "skipped)", lane.source, "none" if ahead < 0 else ahead - 1)
 
-    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._idle()
         self._commit(sync=True)
         self._release(partitions, "revoked")
 
-    def _on_lost(self, _consumer: Any, partitions: list[Any]) -> None:
+    def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._idle()
         self._release(partitions, "lost")
 
-    def _release(self, partitions: list[Any], why: str) -> None:
+    def _release(self, partitions: list[TopicPartition], why: str) -> None:
         for tp in partitions:
             lane = self._lanes.pop((tp.topic, tp.partition), None)
             if lane is not None:
@@ -223,6 +226,7 @@ class Bridge(RuntimeEngine):
         cfg = self.config
         commit = Every(cfg.commit_interval_ms / 1000.0, self.runtime.clock)
         progress = Every(cfg.progress_interval_ms / 1000.0, self.runtime.clock)
+        assert self._consumer is not None  # _start made it
         consume = self._consumer.consume
         while not self.runtime.stopping:
             self.runtime.check()
@@ -239,14 +243,19 @@ class Bridge(RuntimeEngine):
 
     def _route_round(self, records: Sequence[Any]) -> _Round | None:
         """One poll's records routed: each 0.7 partition's share becomes one batch (module
-        docstring); None if the poll held nothing of an active lane."""
+        docstring); None if the poll held nothing of an active lane.
+
+        ``records`` are confluent-kafka ``Message``s, typed `Any` here: its stubs make every
+        accessor Optional, while a consumed record without ``error()`` has them all (a
+        check per accessor would be the hot loop's biggest cost)."""
         groups: dict[tuple[str, int], tuple[list[bytes], dict[str, int]]] = {}
         moved: dict[_Lane, int] = {}
         lanes = self._lanes
         looped = skipped = 0
         for m in records:
-            if m.error() is not None:
-                self._source_error(m.error())
+            err = m.error()
+            if err is not None:
+                self._source_error(err)
                 continue
             lane = lanes.get((m.topic(), m.partition()))
             if lane is None or lane.status.state is not LaneState.ACTIVE:
@@ -301,7 +310,7 @@ class Bridge(RuntimeEngine):
         self.stats.mirrored(topic, len(payloads), sum(map(len, payloads)))
         self.stats.add("log_bytes", len(data))
 
-    def _source_error(self, err: Any) -> None:
+    def _source_error(self, err: KafkaError) -> None:
         from confluent_kafka import KafkaError
 
         if err.code() == KafkaError._PARTITION_EOF:
@@ -324,7 +333,10 @@ class Bridge(RuntimeEngine):
         if not offsets or self._consumer is None:
             return
         try:
-            self._consumer.commit(offsets=offsets, asynchronous=not sync)
+            if sync:
+                self._consumer.commit(offsets=offsets, asynchronous=False)
+            else:
+                self._consumer.commit(offsets=offsets, asynchronous=True)
         except KafkaException as exc:  # the next interval tries again
             log.warning("source offset commit failed (will retry): %s", exc.args[0].str())
             return

@@ -85,7 +85,10 @@ from zkconsumer.mirror.runtime import (
 from zkconsumer.mirror.targets import KafkaAdmin, producer_config
 
 if TYPE_CHECKING:
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaError, KafkaException, Producer
+    from confluent_kafka import Message as KafkaMessage
+
+    Delivery = Callable[[KafkaError | None, KafkaMessage], None]
 
 __all__ = ["ExactlyOnceMirror", "transactional_id"]
 
@@ -303,7 +306,7 @@ class ExactlyOnceMirror(RuntimeEngine):
         offset, index = lane.cur_offset, lane.cur_index
         n = size = looped = 0
         partition, key = (-1, None) if fixed is None else (fixed, None)
-        track: Callable[[Any, Any], None] | None = lane.track
+        track: Delivery | None = lane.track
         for i in range(start, end):
             o, nxt, value = decoded[i]
             if o == offset:
@@ -352,7 +355,7 @@ class ExactlyOnceMirror(RuntimeEngine):
             producer.poll(0)  # serve delivery reports (only segments' first records have one)
         return n
 
-    def _refused(self, exc: Any, topic: str, value: bytes) -> BaseException:
+    def _refused(self, exc: KafkaException, topic: str, value: bytes) -> BaseException:
         """A produce librdkafka refused: transient (returned, the lane recovers at the next
         commit), or a message it will never take (fatal: raised; the open transactions are
         then never committed, so nothing past it is acknowledged)."""
@@ -479,7 +482,7 @@ class ExactlyOnceMirror(RuntimeEngine):
 
 
 def _send(producer: Producer, topic: str, value: bytes, partition: int, key: bytes | None,
-          hdrs: Headers, on_delivery: Any = None) -> None:
+          hdrs: Headers, on_delivery: Delivery | None = None) -> None:
     """``produce``, waiting while librdkafka's queue is full."""
     while True:
         try:
