@@ -1,8 +1,9 @@
 """`MemberMachine`: one consumer-group member as a pure state machine.
 
 ``handle(event, now) -> list[Command]``: events and commands are the values of
-`zkconsumer.consumer.member_events` (whose docstring is the executor's manual); states, the
-transition table and the configuration are in `zkconsumer.consumer.member_state`.  No
+`zkconsumer.consumer.member_events` and `zkconsumer.consumer.member_commands` (whose
+docstrings are the executor's manual); states, the transition table and the configuration
+are in `zkconsumer.consumer.member_state`.  No
 threads, no clock, no I/O, no kazoo: the production driver (`member_driver`) and the
 simulator (`zkconsumer.sim`) run this same code.
 
@@ -14,13 +15,15 @@ Construct and start::
 
 How it works.  Multi-step ZooKeeper work (register, one rebalance attempt, a commit, the
 recovery after an expiry, the final commit at close) runs as a *procedure*: a generator
-(`member_procs`) that yields a batch of commands and receives the replies to the ones that
-carry a ``req`` once all of them arrived.  At most one procedure runs at a time; the others
+(flows in `member_procs`, ZooKeeper steps in `member_zkops` and `member_ownership`) that
+yields a batch of commands and receives the replies to the ones that carry a ``req`` once
+all of them arrived.  At most one procedure runs at a time; the others
 wait in a queue, in order.  That gives the member the serialisation the old locks gave
 (a commit never interleaves with the release of the same partition) without a lock.  A
 close or a session loss abandons the running procedure at once (its late replies are
 ignored), which is what makes close immediate in every state: nothing waits for a backoff,
-a retry or a ZooKeeper answer that no longer matters.
+a retry or a ZooKeeper answer that no longer matters.  (A commit or check someone waits for
+is queued again instead; after a recovery it answers.)
 
 Rules kept from the reference and our fixes (REFERENCE §2.1-2.4, §6): registration as Scala
 writes it; watches on the ids, /brokers/ids, every topic of ours (missing ones too) and
@@ -29,7 +32,9 @@ znodes that still hold our thread id on our session; claim all-or-nothing in sor
 retries with backoff that ends early once conflicting owners are deleted or the group
 changes; commits by compare-and-set that never rewind an offset unless we own the partition
 on the session we claimed it in; after an expiry, a forward-only commit of what we
-processed and the deletion of owner znodes a retried request created on the new session.
+processed and the deletion of owner znodes a retried request created on the new session;
+an owner znode whose create or delete had an unknown outcome (CONNECTION_LOSS) is deleted
+before the next claim if it is still ours and not owned ("doubtful").
 """
 
 from __future__ import annotations
