@@ -21,7 +21,8 @@ Kinds (`KINDS`):
 ``topic``     a broker appears with partitions of a subscribed topic (possibly the first
               partitions of a topic nobody had yet).
 ``garbage``   a garbage znode appears where members read (``owners/<t>/junk``, a
-              ``/consumers/G/junk`` child).
+              ``/consumers/G/junk`` child, and -- in groups without Scala members, whose
+              every rebalance it would break -- an unreadable ``ids`` child).
 ``broker_fail`` a broker fails every fetch for 1-10 s.
 """
 
@@ -37,7 +38,7 @@ from zkconsumer.sim.invariants import Checker, Member
 from zkconsumer.sim.loop import Loop, Process
 from zkconsumer.sim.world import Cluster
 from zkconsumer.sim.zk import ZooKeeper
-from zkconsumer.zk.paths import group_path, owners_topic_path
+from zkconsumer.zk.paths import consumer_ids_path, group_path, owners_topic_path
 
 __all__ = ["KINDS", "Fault", "World", "apply_fault", "make_faults"]
 
@@ -55,6 +56,7 @@ class World(Protocol):
     group: str
     topics: list[str]
     leaving: dict[str, None]
+    scala_share: float
 
     def add_member(self, kind: str | None = None, delay: float = 0.0) -> Member: ...
 
@@ -122,8 +124,11 @@ def apply_fault(world: World, fault: Fault) -> None:
     elif kind == "topic":
         world.add_partitions()
     elif kind == "garbage":
-        path = rng.choice((f"{owners_topic_path(world.group, world.topics[0])}/junk",
-                           f"{group_path(world.group)}/junk"))
+        paths = [f"{owners_topic_path(world.group, world.topics[0])}/junk",
+                 f"{group_path(world.group)}/junk"]
+        if not world.scala_share:
+            paths.append(f"{consumer_ids_path(world.group)}/junk-member")
+        path = paths[rng.randrange(len(paths))]
         world.zk.execute(world.cluster.session.id, Create(0, path, b"\x00garbage"))
     elif kind == "broker_fail":
         brokers = sorted(world.cluster.brokers)

@@ -19,8 +19,8 @@ Stated precisely (docs/architecture.md, "Simulation", repeats them):
    log end -- unless a Scala member wrote that offset last: Scala's autocommit races its
    rebalance and can rewind the offset of a partition it no longer owns (REFERENCE §2.5);
    those partitions are counted (``scala_stale``), not failed.
-4. **Liveness** -- within `LIVENESS_BOUND` seconds of the last fault: the ids znodes are
-   exactly the live members; every partition's owner znode holds the thread the range
+4. **Liveness** -- within `LIVENESS_BOUND` seconds of the last fault: the readable ids
+   znodes are exactly the live members (an unreadable one is garbage, no member); every partition's owner znode holds the thread the range
    assignment (`zkconsumer.consumer.assignment`) names over those members, ephemeral on
    that member's session; each member delivers exactly its assigned partitions; each holds
    a watch on ``/consumers/G/ids`` and on each subscribed topic (nobody is deaf).
@@ -43,6 +43,7 @@ from typing import Protocol
 
 from zkconsumer.consumer.assignment import assign
 from zkconsumer.consumer.member_events import Key
+from zkconsumer.errors import ZnodeDataError
 from zkconsumer.sim.client import ZkClient
 from zkconsumer.sim.loop import Loop, Process
 from zkconsumer.sim.world import Cluster, Feed
@@ -224,16 +225,19 @@ class Checker:
         zk = self.zk
         ids_path = consumer_ids_path(self.group)
         ids_node = zk.nodes.get(ids_path)
-        registered = list(ids_node.children) if ids_node is not None else []
         live = {m.consumer_id: m for m in self.live()}
-        if sorted(registered) != sorted(live):
-            return f"registered {sorted(registered)} != live {sorted(live)}"
         threads: dict[str, list[str]] = {}
-        for cid in registered:
-            node = zk.nodes[f"{ids_path}/{cid}"]
-            count = parse_topic_count(f"{ids_path}/{cid}", node.data)
+        registered = []
+        for cid in list(ids_node.children) if ids_node is not None else []:
+            try:
+                count = parse_topic_count(f"{ids_path}/{cid}", zk.nodes[f"{ids_path}/{cid}"].data)
+            except ZnodeDataError:
+                continue  # garbage: no member, no threads (what zkconsumer members make of it)
+            registered.append(cid)
             for topic, tids in count.thread_ids_per_topic(cid).items():
                 threads.setdefault(topic, []).extend(tids)
+        if sorted(registered) != sorted(live):
+            return f"registered {sorted(registered)} != live {sorted(live)}"
         expected: dict[str, list[Key]] = {cid: [] for cid in live}
         for topic in topics:
             parts = [k[1] for k in self.cluster.ends if k[0] == topic]
