@@ -175,7 +175,7 @@ def test_rollback_while_the_bridge_feeds_07(zk_connect, dev_broker, tansu, start
                                             capsys) -> None:
     """Producers already write to the target and a bridge (gzip into 0.7) feeds the groups
     still on 0.7: a moved group rolls back into what the bridge wrote, exactly."""
-    from bridge_helpers import BridgeThread, produce_modern, read_07
+    from bridge_helpers import produce_modern, read_07, start_bridge
 
     dev_broker(num_partitions=2)
     base = [*mirrored_and_moved(zk_connect, tansu, start_mirror, 2, 100, 40),
@@ -189,7 +189,7 @@ def test_rollback_while_the_bridge_feeds_07(zk_connect, dev_broker, tansu, start
 
     direct = [(None, f"n-{i}".encode()) for i in range(200)]
     produce_modern(tansu.bootstrap, "t", direct, 2)
-    bridge = BridgeThread(tansu.bootstrap, zk_connect, ["t"], group="b",
+    bridge = start_bridge(tansu.bootstrap, zk_connect, ["t"], group="b",
                           target_options={"compression.codec": "gzip"})
     wait_until(lambda: bridged().total() == 200, timeout=60, what="the bridge")
     bridge.stop()
@@ -201,7 +201,7 @@ def test_rollback_while_the_bridge_feeds_07(zk_connect, dev_broker, tansu, start
     out, err = capsys.readouterr()
     again = plan_column(out, 5, "t")
     assert "cannot map" not in err
-    bridge = BridgeThread(tansu.bootstrap, zk_connect, ["t"], group="b",
+    bridge = start_bridge(tansu.bootstrap, zk_connect, ["t"], group="b",
                           target_options={"compression.codec": "gzip"})
     wait_until(lambda: bridged().total() == 250, timeout=60, what="the bridge")
     bridge.stop()

@@ -18,7 +18,7 @@ from fixtures.waiting import wait_until
 from monitor_helpers import REPO, running_monitor
 
 sys.path.insert(0, str(REPO / "tests" / "integration" / "mirror"))
-from bridge_helpers import BridgeThread, produce_modern, read_07, register_topic
+from bridge_helpers import produce_modern, read_07, register_topic, start_bridge
 from mirror_helpers import produce
 
 pytestmark = pytest.mark.slow
@@ -75,7 +75,7 @@ def test_a_bridge_shows_source_and_target_progress(zk_connect: str, dev_broker: 
     wait_until(lambda: len(read_07(zk_connect, "orders07")) == 2, what="0.7 topic registered")
     create_topic(tansu.bootstrap, "orders", 2)
     produce_modern(tansu.bootstrap, "orders", [(None, f"r{i}".encode()) for i in range(100)], 2)
-    bridge = BridgeThread(tansu.bootstrap, zk_connect, ["orders"], group="b1",
+    bridge = start_bridge(tansu.bootstrap, zk_connect, ["orders"], group="b1",
                           partitioning="preserve", topic_map={"orders": "orders07"})
     stopped = False
     try:
