@@ -190,6 +190,7 @@ class RuntimeEngine:
             pass
         finally:
             self._shutdown()
+        self.runtime.check()  # a fatal error another thread (a writer) recorded meanwhile
 
     def _start(self) -> None:
         raise NotImplementedError

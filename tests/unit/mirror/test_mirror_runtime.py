@@ -77,3 +77,27 @@ def test_the_first_fatal_error_wins_and_ends_retrying() -> None:
     assert rt.fail(MirrorError("second")) is first
     with pytest.raises(MirrorError, match="first"):
         rt.retrying("x", lambda: (_ for _ in ()).throw(OSError("y")))
+
+
+def test_a_fatal_error_of_another_thread_is_raised_after_a_clean_stop() -> None:
+    from zkconsumer.mirror.runtime import RuntimeEngine
+
+    class Engine(RuntimeEngine):
+        def __init__(self) -> None:
+            self.runtime = runtime()
+            self.shut = False
+
+        def _start(self) -> None:
+            pass
+
+        def _loop(self) -> None:  # e.g. a writer thread failed, and the loop saw it stop
+            self.runtime.fail(MirrorError("the writer failed"))
+            raise Stopped("the writer stopped")
+
+        def _shutdown(self) -> None:
+            self.shut = True
+
+    engine = Engine()
+    with pytest.raises(MirrorError, match="the writer failed"):
+        engine.run()
+    assert engine.shut
