@@ -87,3 +87,23 @@ def test_close_mid_backoff_leaves_within_a_second(
     assert seen[-1] == "CLOSED"
     assert "STABLE" not in seen[seen.index("REBALANCING", 2):]  # the backoff never ended
     assert consumer.state == "CLOSED"
+
+
+def test_close_from_a_listener_does_not_deadlock(
+        dev_broker: Any, zk_connect: str, zk_client: KazooClient) -> None:
+    """Listeners run on the member's own thread; a close there is handled right after."""
+    produce_to(dev_broker(num_partitions=2), "t", 0, [b"m"])
+    consumer = GroupConsumer(fast_config(zk_connect, group=GROUP), Subscription.of("t"))
+
+    class CloseOnStable:
+        def on_state(self, state: str) -> None:
+            if state == "STABLE":
+                consumer.close(timeout=5.0)  # returns at once: we are the member's thread
+
+    consumer.add_listener(CloseOnStable())
+    try:
+        consumer.start()
+        wait_until(lambda: consumer.state == "CLOSED", what="closed from its own listener")
+        assert zk_client.get_children(f"/consumers/{GROUP}/ids") == []
+    finally:
+        consumer.close()
