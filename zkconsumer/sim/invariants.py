@@ -113,6 +113,8 @@ class Checker:
         self.scala_stale: dict[Key, None] = {}
         self._offsets_prefix = offsets_path(group) + "/"
         self.scala_foreign_deletes = 0
+        #: owner path -> the session whose znode a Scala member deleted (until re-created)
+        self._scala_deleted: dict[str, int] = {}
         self._owners_prefix = owners_path(group) + "/"
         zk.on_write = self._written
         zk.on_delete = self._deleted
@@ -128,13 +130,16 @@ class Checker:
         m = self.members[member]
         if self.loop.tracing:
             self.loop.log(member[-8:], f"deliver {key[0]}/{key[1]} [{start},{end})")
-        node = self.zk.nodes.get(owner_path(self.group, key[0], key[1]))
+        path = owner_path(self.group, key[0], key[1])
+        node = self.zk.nodes.get(path)
         session = m.client.session
         holds = (node is not None and session is not None and session.alive
                  and node.owner == session.id and node.data is not None
                  and node.data.decode().startswith(m.consumer_id + "-"))
         if not holds:
-            if m.kind == "scala":
+            if m.kind == "scala" or (node is None and session is not None
+                                     and self._scala_deleted.get(path) == session.id):
+                # a Scala zombie, or a member whose owner znode a Scala member deleted
                 self.scala_zombie += end - start
             elif (session is not None and not session.alive and session.ended_at is not None
                   and self.loop.now - max(session.ended_at, m.proc.woke_at) <= ZOMBIE_BOUND):
@@ -184,6 +189,7 @@ class Checker:
         if kind == "scala":
             # zkclient retries Scala's unconditional deletePath across an expiry
             self.scala_foreign_deletes += 1
+            self._scala_deleted[path] = node.owner
         elif kind != "other":
             self.fail("exclusive delivery", f"session {writer:#x} deleted {path} of session "
                       f"{node.owner:#x} ({node.data!r})")
@@ -191,6 +197,8 @@ class Checker:
     # -- 2: commits ----------------------------------------------------------------------------
 
     def _written(self, path: str, data: bytes | None) -> None:
+        if self._scala_deleted and path in self._scala_deleted:
+            del self._scala_deleted[path]  # the owner path is in use again
         if not path.startswith(self._offsets_prefix):
             return
         rest = path[len(self._offsets_prefix):].split("/")
