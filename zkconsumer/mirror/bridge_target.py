@@ -209,9 +209,9 @@ class Kafka07Sink:
                     slot.checked = True
                 continue
             if cp.intent is None:
-                if not slot.checked:
-                    self._check_alone(slot)
-                return
+                if slot.checked or self._check_alone(slot):
+                    return
+                continue  # another member wrote meanwhile (reloaded): look again
             owner = cp.intent.owner
             if owner != self.member_id and self._zk().exists(
                     bridge_member_path(self.group, owner)):
@@ -221,17 +221,25 @@ class Kafka07Sink:
                 continue
             self._store(slot, self._resolved(slot, cp, cp.intent))
 
-    def _check_alone(self, slot: _Slot) -> None:
-        """Compare the broker's flushed end with ours: past it means another producer."""
+    def _check_alone(self, slot: _Slot) -> bool:
+        """Compare the broker's flushed end with ours: past it means another producer.
+
+        Only a conclusion stored by compare-and-set counts: a flushed end past a checkpoint
+        that another member of the group has moved on since we read it (its intent, its
+        batch) is no other producer.  False: the checkpoint changed (reloaded), look again.
+        """
         cp = slot.cp
         assert cp is not None
         end = self._flushed_end(slot)
         if end > cp.end >= 0 and not cp.shared:
+            if not self._store(slot, dataclasses.replace(cp, shared=True, end=end)):
+                return False
             self._warn_shared(slot, f"flushed end {end} is past the bridge's end {cp.end}")
-            self._store(slot, dataclasses.replace(cp, shared=True, end=end))
-        elif end > cp.end and cp.shared:
-            self._store(slot, dataclasses.replace(cp, end=end))
+        elif end > cp.end and cp.shared and not self._store(
+                slot, dataclasses.replace(cp, end=end)):
+            return False
         slot.checked = True
+        return True
 
     def _warn_shared(self, slot: _Slot, why: str) -> None:
         t = slot.target

@@ -106,3 +106,18 @@ def test_a_retried_write_that_landed_is_not_written_twice(zk_connect, sinks) -> 
     sink.write("t07", 0, data, {"src/0": 2})
     sink.write("t07", 0, data, {"src/0": 2})  # e.g. the answer was lost and it is retried
     assert read_07(zk_connect, "t07")["0-0"] == [b"a", b"b"]
+
+
+def test_two_members_take_turns_on_one_partition(zk_connect, sinks) -> None:
+    """Each member's view of the checkpoint goes stale when the other writes; a stale view
+    never makes a member take the other's batch for another producer's, nor write over it."""
+    make, _broker = sinks
+    first, second = make(), make()
+    first.write("t07", 0, first.encode("t07", [b"a"]), {"src/0": 1})
+    second.write("t07", 0, second.encode("t07", [b"b", b"c"]), {"src/1": 2})
+    first.write("t07", 0, first.encode("t07", [b"d"]), {"src/0": 2})  # its view was stale
+    second.write("t07", 0, second.encode("t07", [b"e"]), {"src/1": 3})
+    assert read_07(zk_connect, "t07")["0-0"] == [b"a", b"b", b"c", b"d", b"e"]
+    cp = make().checkpoint("t07", 0)
+    assert cp.sources == {"src/0": 2, "src/1": 3} and not cp.shared and cp.intent is None
+    assert cp.ranges == ((0, cp.end),)
