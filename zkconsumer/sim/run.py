@@ -29,7 +29,7 @@ from zkconsumer.sim.scala import ScalaConfig, ScalaMember
 from zkconsumer.sim.world import Cluster
 from zkconsumer.sim.zk import ZooKeeper
 
-__all__ = ["MEMBER_KINDS", "Outcome", "Spec", "World", "run_schedule"]
+__all__ = ["MEMBER_KINDS", "Counts", "Outcome", "Spec", "World", "run_schedule"]
 
 #: Builders of members by kind: ``(world, consumer_id, topics) -> Member``.
 MEMBER_KINDS: dict[str, Callable[[World, str, dict[str, int]], Member]] = {}
@@ -144,8 +144,6 @@ class World:
             n_scala = min(spec.scala_members, n_members)
         else:
             n_scala = rng.randint(1, n_members) if rng.random() < 0.33 else 0
-        if "zkconsumer" not in MEMBER_KINDS:
-            n_scala = n_members
         self.scala_share = n_scala / n_members
         partitions = (spec.partitions if spec.partitions is not None
                       else _skewed(rng.random(), 4, 64))
