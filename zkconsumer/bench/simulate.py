@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 
 from zkconsumer.sim.batch import Summary, quiet, run_many
 from zkconsumer.sim.capacity import HEADER, measure
@@ -39,6 +40,18 @@ def _faults(text: str) -> tuple[str, ...]:
     return kinds
 
 
+def _count(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {value}")
+        return value
+    return parse
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
@@ -50,17 +63,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"fault kinds: {', '.join(KINDS)}\n\n"
         "exit status: 0 no invariant violated, 1 a violation (or a capacity run that did not "
         "converge or gave up), 2 usage")
-    parser.add_argument("--seeds", type=int, default=1000, metavar="N",
+    parser.add_argument("--seeds", type=_count(1), default=1000, metavar="N",
                         help="schedules to run (default 1000)")
-    parser.add_argument("--start", type=int, default=0, metavar="S",
+    parser.add_argument("--start", type=_count(0), default=0, metavar="S",
                         help="first seed (default 0)")
-    parser.add_argument("--members", type=int, metavar="M",
+    parser.add_argument("--members", type=_count(1), metavar="M",
                         help="members at the start (default: drawn from 2-8 per seed; "
                              "--capacity: 256)")
-    parser.add_argument("--scala-members", type=int, metavar="K",
+    parser.add_argument("--scala-members", type=_count(0), metavar="K",
                         help="how many of them are Scala 0.7.2 members (default: none in two "
                              "thirds of the seeds, some in the rest)")
-    parser.add_argument("--partitions", type=int, metavar="P",
+    parser.add_argument("--partitions", type=_count(1), metavar="P",
                         help="partitions of the main topic (default: drawn from 4-64; "
                              "--capacity: 4096)")
     parser.add_argument("--faults", type=_faults, default=KINDS, metavar="LIST",
@@ -71,7 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "`zkconsumer run` does)")
     parser.add_argument("--trace", action="store_true",
                         help="run only seed --start and print its whole event trace")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="W",
+    parser.add_argument("--workers", type=_count(1), default=os.cpu_count() or 1, metavar="W",
                         help="worker processes (default: one per CPU)")
     parser.add_argument("--capacity", action="store_true",
                         help="cold start and one join of a large group, zkconsumer vs Scala")
