@@ -10,7 +10,12 @@ Stated precisely (docs/architecture.md, "Simulation", repeats them):
    know yet -- it was frozen (pause) or its connection had not reported the loss -- and the
    delivery happens at most `ZOMBIE_BOUND` seconds after the later of the expiry and the
    member's wake-up.  Scala members keep fetching while disconnected (REFERENCE §2.2), so
-   their deliveries without ownership are counted (``scala_zombie``), not failed.
+   their deliveries without ownership are counted (``scala_zombie``), not failed.  Nor may
+   a zkconsumer member delete an owner znode held by another session (it would take the
+   partition from its owner behind its back).  Scala's ``deletePath`` is unconditional and
+   zkclient retries it across an expiry, so a Scala member can: counted
+   (``scala_foreign_deletes``), the schedule is ``waived`` for 3 and 4, and the victim's
+   deliveries until it notices count with ``scala_zombie``.
 2. **Commit safety** -- every write of ``/consumers/G/offsets/T/B-P`` stores an offset *c*
    such that every message below *c* has been acknowledged by some application (for a
    Scala member, handed out by its iterator: what it commits).
@@ -20,12 +25,14 @@ Stated precisely (docs/architecture.md, "Simulation", repeats them):
    rebalance and can rewind the offset of a partition it no longer owns (REFERENCE §2.5);
    those partitions are counted (``scala_stale``), not failed.
 4. **Liveness** -- within `LIVENESS_BOUND` seconds of the last fault: the readable ids
-   znodes are exactly the live members (an unreadable one is garbage, no member); every partition's owner znode holds the thread the range
-   assignment (`zkconsumer.consumer.assignment`) names over those members, ephemeral on
-   that member's session; each member delivers exactly its assigned partitions; each holds
+   znodes are exactly the live members (an unreadable one is garbage, no member); every
+   partition's owner znode holds the thread the range assignment
+   (`zkconsumer.consumer.assignment`) names over those members, ephemeral on that
+   member's session; each member delivers exactly its assigned partitions; each holds
    a watch on ``/consumers/G/ids`` and on each subscribed topic (nobody is deaf).
-5. **Nobody gives up** -- no zkconsumer member abandons the group (a failed start or a
-   permanent failure).  Scala 0.7.2 does give up after ``rebalance.retries.max`` attempts
+5. **Nobody gives up** -- no zkconsumer member abandons the group.  A ``start()`` that
+   raises is retried by the application with a new member, as ``zkconsumer run`` does, and
+   counted (``start_failures``); with ``Spec.strict_start`` it counts as giving up.  Scala 0.7.2 does give up after ``rebalance.retries.max`` attempts
    under contention; a schedule where a Scala member gave up (it then stays registered
    owning nothing, or its application exits) cannot be expected to converge or drain
    (REFERENCE §2.2): it is counted as ``waived`` for 3 and 4.
