@@ -104,13 +104,21 @@ class GroupConsumer:
         self._driver.notify("on_state", "STARTING")
         try:
             self._session.start()
-            self._driver.start()
+            with self._close_lock:  # a close from another thread: before or after, not during
+                if self._closed:
+                    raise ConsumerError(f"{self.consumer_id}: closed while starting")
+                self._driver.launch()
+            self._driver.wait_started()
         except BaseException:
             self.close()
             raise
 
     def close(self, timeout: float | None = None) -> None:
         """Stop fetching, commit, and end the ZooKeeper session.  Idempotent.
+
+        Callable from another thread while `start` runs (a daemon's stop): a connection
+        attempt ends at once, a first rebalance is abandoned, and `start` raises
+        `ConsumerError` (`ZooKeeperError` if it was still connecting).
 
         With a ``timeout`` (seconds) the whole close returns within it, whatever ZooKeeper
         does: the final commit writes every partition at once (`GroupConsumer.commit`), and

@@ -122,6 +122,7 @@ class MemberDriver:
         self._local: deque[Event] = deque()
         self._timers: dict[TimerName, float] = {}
         self._answers: dict[Any, _Answer] = {}
+        self._start_answer = _Answer()
         self._tokens = itertools.count(1)
         self._close_deadline: float | None = None
         self._closed = threading.Event()
@@ -137,8 +138,15 @@ class MemberDriver:
 
     def start(self) -> None:
         """Start the threads, join the group; raises what the first rebalance raised."""
+        self.launch()
+        self.wait_started()
+
+    def launch(self) -> None:
+        """Start the threads and post `Start` (returns at once).  From then on `close`
+        posts its event instead of running the close inline: `GroupConsumer` launches under
+        the lock its close takes, so a close from another thread is one or the other."""
         self.session.add_state_listener(self._on_session_state)
-        answer = self._answers.setdefault("start", _Answer())
+        self._answers.setdefault("start", self._start_answer)
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"{self.consumer_id}_watcher_executor")
         self._zk_thread = threading.Thread(target=self._zk_run, daemon=True,
@@ -146,6 +154,11 @@ class MemberDriver:
         self._zk_thread.start()
         self._thread.start()
         self.post(Start(self.session.session_id or 0))
+
+    def wait_started(self) -> None:
+        """Wait for the first rebalance; raises what it raised (or the close that ended it)."""
+        assert self._thread is not None, "launch() first"
+        answer = self._start_answer
         while not answer.wait(0.5):
             if not self._thread.is_alive():
                 raise ConsumerError(f"{self.consumer_id}: the member's thread ended")

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -38,7 +39,7 @@ from kazoo.exceptions import AuthFailedError, NoAuthError, SessionClosedRequireS
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
-from zkconsumer.errors import ConfigurationError, ZooKeeperAuthError
+from zkconsumer.errors import ConfigurationError, ZooKeeperAuthError, ZooKeeperError
 
 __all__ = ["PASSWORD_ENV", "KazooLog", "Secret", "ZkAcl", "ZkSecurity", "auth_error",
            "explain_connect_failure"]
@@ -317,7 +318,8 @@ class KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__(logging.getLogger("kazoo.client"), {})
         self.problems: deque[str] = deque(maxlen=16)
-        self.settled = threading.Event()  # connected, or every host refused our TLS
+        self.settled = threading.Event()  # connected, every host refused our TLS, or cancel
+        self._cancelled = threading.Event()
         self._hosts = 1
         self._refusals = 0
 
@@ -328,16 +330,24 @@ class KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
         self._watch_sasl(client)
 
     def start_client(self, client: Any, timeout: float) -> None:
-        """kazoo's ``start(timeout)``, but over as soon as every host has refused our TLS
-        (an untrusted or refused certificate does not get better by waiting)."""
-        self.settled.clear()
+        """kazoo's ``start(timeout)``, but over as soon as every host refused our TLS (waiting
+        cannot help), or at once after a `cancel` from another thread (`ZooKeeperError`)."""
+        self.settled.clear()  # before the check: a cancel after it sets settled again
         self._refusals = 0
-        client.start_async()
-        self.settled.wait(timeout)
-        if not client.connected:
-            client.stop()
-            client.close()
-            raise client.handler.timeout_exception("Connection time-out")
+        if not self._cancelled.is_set():
+            client.start_async()
+            self.settled.wait(timeout)
+        if (cancelled := self._cancelled.is_set()) or not client.connected:
+            with contextlib.suppress(Exception):  # cancelled too: it may outlive a stop
+                client.stop()
+                client.close()
+            raise (ZooKeeperError("ZooKeeper session closed while connecting") if cancelled
+                   else client.handler.timeout_exception("Connection time-out"))
+
+    def cancel(self) -> None:
+        """End a `start_client` under way (or to come) at once: its session is being closed."""
+        self._cancelled.set()
+        self.settled.set()
 
     def _watch_sasl(self, client: Any) -> None:
         """Make a SASL refusal an ordinary AUTH_FAILED inside ``client``'s connection.

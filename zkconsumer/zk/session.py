@@ -172,6 +172,8 @@ class ZkSession:
                 # _check_chroot below says it as an error instead.
                 warnings.filterwarnings("ignore", message="No chroot path exists")
                 self._kazoo_log.start_client(self.client, self.connection_timeout_ms / 1000.0)
+        except ZooKeeperError:
+            raise  # close() from another thread ended the attempt (KazooLog.cancel)
         except Exception as exc:  # KazooTimeoutError is not a KazooException
             if why := explain_connect_failure(self.client.hosts, self.security,
                                               self._kazoo_log.problems, exc=exc):
@@ -209,6 +211,7 @@ class ZkSession:
         if self._closed.is_set():
             return
         self._closed.set()
+        self._kazoo_log.cancel()  # a start() still connecting ends now
         self._new_session_queue.put(False)
         try:
             self.client.stop()
