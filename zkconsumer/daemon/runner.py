@@ -20,6 +20,9 @@ consumer commits and releases): wait up to ``--revoke-timeout`` for work already
 user code, ack what the sink acknowledged, fsync, then abandon the rest (`AckTracker.revoke`,
 `Sink.abandon`) -- the next owner re-reads it from the committed offset.
 
+A stop while the member is still starting (connecting, or its first rebalance backing off
+on a killed predecessor's owners) closes it at once (`StartGuard`) and `run` returns 0.
+
 Shutdown (`request_stop`, from SIGTERM/SIGINT): stop polling, wait for in-flight work, close
 the sink, ack, commit, close the consumer -- which ends the ZooKeeper session so our ids and
 owner znodes vanish and peers rebalance at once.  ``--shutdown-timeout`` bounds all of it,
@@ -49,6 +52,7 @@ from zkconsumer.daemon.config import DaemonConfig
 from zkconsumer.daemon.health import Deafness, IdleVerdict, read_idle_verdict
 from zkconsumer.daemon.metrics import DaemonMetrics, Snapshot
 from zkconsumer.daemon.sinks import Sink, make_sink
+from zkconsumer.daemon.starting import StartGuard
 from zkconsumer.daemon.topics import TopicPresence
 from zkconsumer.daemon.tracker import AckTracker, Key
 from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
@@ -87,6 +91,7 @@ class Daemon:
         self._reopen = threading.Event()
         self._ack_lock = threading.Lock()
         self._consumer: GroupConsumer | None = None
+        self._guard: StartGuard | None = None  # closes a member still starting on a stop
         self._fatal: BaseException | None = None
         self._sink_closed = False
         # counters (main thread) and state (listener thread) read by metrics/health
@@ -147,7 +152,9 @@ class Daemon:
             self.sink.start()
             consumer = self._start_consumer()
             if consumer is None:  # stopped (or the sink gave up) before it could join
-                self.sink.close(cfg.shutdown_timeout)
+                if self._guard is not None:
+                    self._guard.wait()
+                self.sink.close(self._stop_left() if self.stopping else cfg.shutdown_timeout)
                 if self.sink.failure is not None:
                     raise self.sink.failure
                 return 0
@@ -186,21 +193,31 @@ class Daemon:
         def unreachable(exc: ZkConsumerError) -> None:
             self._zk_unreachable = str(exc)
 
+        self._guard = StartGuard(self._stop, self._stop_left)
         while not self._stop.is_set() and self.sink.failure is None:
             try:
                 consumer = start_when_reachable(self._join, reachable, on_retry=unreachable)
                 self._zk_unreachable = None
                 return consumer
-            except RebalanceFailedError as exc:
+            except ZkConsumerError as exc:
+                if self._stop.is_set():  # the stop closed the member while it was starting
+                    log.info("stopped while joining the group (%s)", exc)
+                    return None
+                if not isinstance(exc, RebalanceFailedError):
+                    raise
                 log.warning("could not join the group yet: %s; retrying in %.1fs (owners left "
                             "by a killed member vanish when its ZooKeeper session expires)",
                             exc, backoff, extra={"event": "start_retry"})
             self._stop.wait(backoff)
         return None
 
-    def _join(self) -> GroupConsumer:
-        """One attempt: a new member (a new consumer id) connects, registers, rebalances."""
+    def _join(self) -> GroupConsumer | None:
+        """One attempt: a new member (a new consumer id) connects, registers, rebalances.
+
+        None if a stop came first or closed it while it started (`StartGuard`).
+        """
         cfg = self.config
+        assert self._guard is not None
         consumer = GroupConsumer(cfg.consumer, cfg.subscription)
         consumer.add_listener(_Listener(self))
         self.topics.watch(consumer)
@@ -208,8 +225,13 @@ class Daemon:
         log.info("starting member of group %s (%s) -> %s %s", cfg.consumer.group_id,
                  consumer.consumer_id, cfg.sink, cfg.target,
                  extra={"event": "start", "consumer_id": consumer.consumer_id})
-        consumer.start()
-        return consumer
+        return consumer if self._guard.start(consumer) else None
+
+    def _stop_left(self, reserve: float = 0.0) -> float:
+        """Seconds left of ``--shutdown-timeout``, counted from the first stop request."""
+        started = self._stop_requested_at
+        deadline = (self._clock() if started is None else started) + self.config.shutdown_timeout
+        return max(0.0, deadline - reserve - self._clock())
 
     def _loop(self, consumer: GroupConsumer) -> None:
         cfg = self.config
@@ -299,14 +321,10 @@ class Daemon:
                                   self._total_lag(consumer), owned, self.sink.inflight())
 
     def _shutdown(self, consumer: GroupConsumer) -> None:
-        cfg = self.config
-        timeout = cfg.shutdown_timeout
-        started = self._stop_requested_at
-        deadline = (self._clock() if started is None else started) + timeout
-        sink_time, tail_time = _stop_budget(timeout)
-
-        def left(reserve: float = 0.0) -> float:
-            return max(0.0, deadline - reserve - self._clock())
+        if self._stop_requested_at is None:  # the sink failed: the budget counts from now
+            self._stop_requested_at = self._clock()
+        sink_time, tail_time = _stop_budget(self.config.shutdown_timeout)
+        left = self._stop_left
 
         log.info("stopping: finishing %d in-flight messages (up to %.1fs)", self.sink.inflight(),
                  left(sink_time + tail_time), extra={"event": "stopping"})
