@@ -58,6 +58,7 @@ from zkconsumer.consumer.member_commands import (
     ResumeDelivery,
     SetTimer,
     StartDone,
+    StopFetchers,
 )
 from zkconsumer.consumer.member_events import (
     Acked,
@@ -92,6 +93,7 @@ from zkconsumer.consumer.member_state import (
 from zkconsumer.consumer.member_zkops import awaited
 from zkconsumer.consumer.message import ConsumerStats
 from zkconsumer.errors import LocalProtocolError, ZkConsumerError
+from zkconsumer.zk.paths import BrokerInfo
 
 __all__ = ["MemberMachine"]
 
@@ -145,7 +147,9 @@ class MemberMachine:
         self.exists_reqs: dict[int, str] = {}  # req -> conflicting owner path
         #: owner znodes whose create/delete outcome is unknown: (path, our value)
         self.doubtful: set[tuple[str, bytes]] = set()
-        self.fetch_brokers: dict[int, Any] = {}
+        #: brokers the running fetchers use (by id); None: fetchers stopped (initially, and
+        #: after every StopFetchers) -- the next successful attempt starts them (F5)
+        self.fetch_brokers: dict[int, BrokerInfo] | None = None
         self._out: list[Command] = []
         self._next_req = 0
         self._proc: _Running | None = None
@@ -201,6 +205,10 @@ class MemberMachine:
         return self._next_req
 
     def emit(self, *commands: Command) -> None:
+        """Queue commands for the executor; a StopFetchers marks the fetchers stopped, so
+        whichever procedure emitted it, the next successful attempt restarts them."""
+        if any(isinstance(c, StopFetchers) for c in commands):
+            self.fetch_brokers = None
         self._out.extend(commands)
 
     def set_timer(self, name: TimerName, at: float) -> None:

@@ -295,7 +295,13 @@ def start_fetchers(m: MemberMachine, brokers: Mapping[int, BrokerInfo]) -> None:
 
 
 def fetchers_match(m: MemberMachine, brokers: Mapping[int, BrokerInfo]) -> bool:
+    """Whether the fetchers run, for what we own, from the brokers' current addresses;
+    False after any StopFetchers (a failed attempt may have stopped them and kept every
+    partition: the next successful attempt must start them again)."""
+    running = m.fetch_brokers
+    if running is None:
+        return False
     used = {parse_partition_name(o.name)[0] for o in m.owned.values() if o.parked is None}
-    return all(brokers.get(b) == m.fetch_brokers.get(b) for b in used)
+    return all(brokers.get(b) == running.get(b) for b in used)
 
 
