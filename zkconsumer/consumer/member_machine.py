@@ -33,8 +33,10 @@ retries with backoff that ends early once conflicting owners are deleted or the 
 changes; commits by compare-and-set that never rewind an offset unless we own the partition
 on the session we claimed it in; after an expiry, a forward-only commit of what we
 processed and the deletion of owner znodes a retried request created on the new session;
-an owner znode whose create or delete had an unknown outcome (CONNECTION_LOSS) is deleted
-before the next claim if it is still ours and not owned ("doubtful").
+an owner znode whose create or delete had an unknown outcome (CONNECTION_LOSS, or a create
+still in flight when its procedure was abandoned -- the session layer may apply it later,
+even on a new session) is deleted before the next claim if it is still ours and not owned
+("doubtful"); after any StopFetchers the next successful attempt starts the fetchers again.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from zkconsumer.consumer.member_commands import (
     CancelTimer,
     Command,
     CommitDone,
+    Create,
     GetChildren,
     NotifyState,
     PauseDelivery,
@@ -93,7 +96,7 @@ from zkconsumer.consumer.member_state import (
 from zkconsumer.consumer.member_zkops import awaited
 from zkconsumer.consumer.message import ConsumerStats
 from zkconsumer.errors import LocalProtocolError, ZkConsumerError
-from zkconsumer.zk.paths import BrokerInfo
+from zkconsumer.zk.paths import BrokerInfo, owners_path
 
 __all__ = ["MemberMachine"]
 
@@ -150,6 +153,11 @@ class MemberMachine:
         #: brokers the running fetchers use (by id); None: fetchers stopped (initially, and
         #: after every StopFetchers) -- the next successful attempt starts them (F5)
         self.fetch_brokers: dict[int, BrokerInfo] | None = None
+        #: owner-znode creates in flight: req -> (path, our value)
+        self._owner_creates: dict[int, tuple[str, bytes]] = {}
+        #: those of an abandoned procedure: still retried by the session layer (possibly
+        #: onto a new session), so their znode becomes doubtful when they are answered
+        self._orphan_creates: dict[int, tuple[str, bytes]] = {}
         self._out: list[Command] = []
         self._next_req = 0
         self._proc: _Running | None = None
@@ -207,8 +215,12 @@ class MemberMachine:
     def emit(self, *commands: Command) -> None:
         """Queue commands for the executor; a StopFetchers marks the fetchers stopped, so
         whichever procedure emitted it, the next successful attempt restarts them."""
-        if any(isinstance(c, StopFetchers) for c in commands):
-            self.fetch_brokers = None
+        owners = owners_path(self.config.group) + "/"
+        for c in commands:
+            if isinstance(c, StopFetchers):
+                self.fetch_brokers = None
+            elif isinstance(c, Create) and c.path.startswith(owners):
+                self._owner_creates[c.req] = (c.path, c.data or b"")
         self._out.extend(commands)
 
     def set_timer(self, name: TimerName, at: float) -> None:
@@ -263,7 +275,7 @@ class MemberMachine:
             for command in batch:
                 if isinstance(command, SetTimer):
                     self.timers[command.name] = command.at
-            self._out.extend(batch)
+            self.emit(*batch)
             waiting = awaited(batch)
             if waiting:
                 running.waiting = waiting
@@ -298,6 +310,10 @@ class MemberMachine:
         if running is not None:
             log.info("%s: abandoning %s (%s)", self.config.consumer_id, running.name, why)
             running.gen.close()
+            # its owner creates may still be applied (retried): doubtful until answered
+            self._orphan_creates.update(self._owner_creates)
+            self.doubtful.update(self._owner_creates.values())
+            self._owner_creates.clear()
             if running.name not in _FLOWS:
                 self.queue.appendleft((running.name, running.factory, running.on_done))
         self.queue = deque(item for item in self.queue if item[0] not in _FLOWS)
@@ -353,6 +369,16 @@ class MemberMachine:
             else:
                 log.info("watch on %s not armed (%s); will retry on reconnect", path,
                          event.error.name if event.error else "connection changed")
+            return
+        self._owner_creates.pop(event.req, None)
+        orphan = self._orphan_creates.pop(event.req, None)
+        if orphan is not None:
+            if event.error is not ZkError.NODE_EXISTS:  # created, or maybe: ours to delete
+                log.warning("%s: an abandoned claim of %s was answered %s; deleting it",
+                            self.config.consumer_id, orphan[0],
+                            event.error.name if event.error else "created")
+                self.doubtful.add(orphan)
+                self.request_rebalance("owner znode of an abandoned claim")
             return
         owner = self.exists_reqs.pop(event.req, None)
         if owner is not None:
