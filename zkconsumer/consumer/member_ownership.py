@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from zkconsumer.consumer.member_commands import (
     AddPartitions,
@@ -45,6 +44,7 @@ from zkconsumer.consumer.member_events import (
     ZkError,
     ZkReply,
 )
+from zkconsumer.consumer.member_host import Member
 from zkconsumer.consumer.member_state import Owned, Proc
 from zkconsumer.consumer.member_zkops import (
     Conflict,
@@ -68,9 +68,6 @@ from zkconsumer.zk.paths import (
     parse_offset,
 )
 
-if TYPE_CHECKING:
-    from zkconsumer.consumer.member_machine import MemberMachine
-
 __all__ = [
     "claim",
     "commit",
@@ -90,7 +87,7 @@ log = logging.getLogger(__name__)
 
 # -- release and claim -------------------------------------------------------------------------
 
-def release(m: MemberMachine, keys: Iterable[Key], *, delete_owners: bool = True,
+def release(m: Member, keys: Iterable[Key], *, delete_owners: bool = True,
             forward_only: bool = False) -> Proc:
     """Revoke partitions in the safe order: revoke, notify, commit, forget, delete znodes.
 
@@ -113,7 +110,7 @@ def release(m: MemberMachine, keys: Iterable[Key], *, delete_owners: bool = True
     return None
 
 
-def notify_revoked(m: MemberMachine, states: Iterable[Owned]) -> Proc:
+def notify_revoked(m: Member, states: Iterable[Owned]) -> Proc:
     """``on_revoked`` once per claim; waits for it (acks made there are committed)."""
     fresh = [o for o in states if not o.revoke_notified]
     for o in fresh:
@@ -123,7 +120,7 @@ def notify_revoked(m: MemberMachine, states: Iterable[Owned]) -> Proc:
     return None
 
 
-def delete_if_ours(m: MemberMachine, path: str, value: bytes) -> Proc:
+def delete_if_ours(m: Member, path: str, value: bytes) -> Proc:
     """Delete an owner znode only if it holds ``value`` *and* belongs to our current
     session: after an expiry another member may hold it, and only the session tells our
     znode from theirs.  Failures are logged, not raised: the znode is remembered as
@@ -150,7 +147,7 @@ def delete_if_ours(m: MemberMachine, path: str, value: bytes) -> Proc:
     return True
 
 
-def sweep_doubtful(m: MemberMachine) -> Proc:
+def sweep_doubtful(m: Member) -> Proc:
     """Delete owner znodes whose create or delete had an unknown outcome (CONNECTION_LOSS:
     it may have been applied) and that we do not own: such a znode carries our thread id on
     our session, so nobody else could ever claim the partition while we live."""
@@ -164,7 +161,7 @@ def sweep_doubtful(m: MemberMachine) -> Proc:
     return None
 
 
-def claim(m: MemberMachine, wanted: Mapping[Key, str]) -> Proc:
+def claim(m: Member, wanted: Mapping[Key, str]) -> Proc:
     """Create every owner znode of ``wanted`` or none; returns the conflicts found.
 
     On success the partitions are owned (`AddPartitions`, offsets read now; fetchers are
@@ -215,7 +212,7 @@ def claim(m: MemberMachine, wanted: Mapping[Key, str]) -> Proc:
     return []
 
 
-def _claimed(m: MemberMachine, key: Key, thread: str, path: str, reply: ZkReply,
+def _claimed(m: Member, key: Key, thread: str, path: str, reply: ZkReply,
              claim_session: int | None) -> tuple[Owned, OwnedPartition]:
     """The record of a just-claimed partition from its offset read.
 
@@ -245,7 +242,7 @@ def _claimed(m: MemberMachine, key: Key, thread: str, path: str, reply: ZkReply,
     return owned, OwnedPartition(topic, name, thread, offset)
 
 
-def verify(m: MemberMachine, keys: Iterable[Key]) -> Proc:
+def verify(m: Member, keys: Iterable[Key]) -> Proc:
     """Keys whose owner znode no longer holds our thread id (lost behind our back)."""
     states = [m.owned[k] for k in sorted(keys) if k in m.owned]
     paths = [owner_path(m.config.group, o.topic, o.name) for o in states]
@@ -260,7 +257,7 @@ def verify(m: MemberMachine, keys: Iterable[Key]) -> Proc:
     return lost
 
 
-def watch_conflicts(m: MemberMachine, paths: Iterable[str]) -> None:
+def watch_conflicts(m: Member, paths: Iterable[str]) -> None:
     """Arm an exists-watch on each conflicting owner znode (the backoff ends early once
     they are all gone); their replies are routed by the machine, not by a procedure."""
     for path in sorted(paths):
@@ -269,7 +266,7 @@ def watch_conflicts(m: MemberMachine, paths: Iterable[str]) -> None:
         m.emit(Exists(req, path, watch=True))
 
 
-def delete_leftovers(m: MemberMachine) -> Proc:
+def delete_leftovers(m: Member) -> Proc:
     """Delete every owner znode of the group held by our current session but not owned.
 
     After a session expiry, once everything was released and before we register again.
@@ -304,7 +301,7 @@ def delete_leftovers(m: MemberMachine) -> Proc:
 
 # -- commits -----------------------------------------------------------------------------------
 
-def commit(m: MemberMachine, states: Iterable[Owned] | None = None, *,
+def commit(m: Member, states: Iterable[Owned] | None = None, *,
            forward_only: bool = False) -> Proc:
     """Write changed acknowledged offsets, all partitions at once; returns the failures.
 
@@ -327,7 +324,7 @@ def commit(m: MemberMachine, states: Iterable[Owned] | None = None, *,
     return failures
 
 
-def _commit_one(m: MemberMachine, o: Owned, value: int, forward_only: bool) -> Proc:
+def _commit_one(m: Member, o: Owned, value: int, forward_only: bool) -> Proc:
     try:
         rewind = not forward_only and o.committed is not None
         written = yield from write_offset(m, o, value, may_rewind=rewind)
@@ -342,7 +339,7 @@ def _commit_one(m: MemberMachine, o: Owned, value: int, forward_only: bool) -> P
     return True  # not written: a stored offset ahead of ours was kept, nothing to retry
 
 
-def write_offset(m: MemberMachine, o: Owned, value: int, *, may_rewind: bool,
+def write_offset(m: Member, o: Owned, value: int, *, may_rewind: bool,
                  attempts: int = 10) -> Proc:
     """Compare-and-set ``value``; False if a stored offset ahead of it was kept.
 
@@ -396,7 +393,7 @@ def write_offset(m: MemberMachine, o: Owned, value: int, *, may_rewind: bool,
     raise ZooKeeperError(f"commit {path}: the offset keeps changing under us")
 
 
-def owns_now(m: MemberMachine, o: Owned) -> Proc:
+def owns_now(m: Member, o: Owned) -> Proc:
     """Our current session is the claim's session and still holds our owner znode."""
     sid = m.session_id
     if m.owned.get(o.key) is not o or sid is None or sid != o.claim_session:

@@ -3,7 +3,7 @@ backoff, session recovery, commits on request, health checks and close.
 
 Called by `zkconsumer.consumer.member_machine.MemberMachine` from its event handlers; every
 function here runs inside one ``handle`` call, changes state only through
-``MemberMachine._set_state`` and emits commands through the machine.  The multi-step work
+``Member._set_state`` and emits commands through the machine.  The multi-step work
 is queued as procedures (`member_zkops`); this module decides *when* each runs and what
 its outcome means.
 
@@ -20,7 +20,7 @@ rebalance after the backoff -- the first rebalance reports it through `StartDone
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from zkconsumer.consumer import member_ownership as own
 from zkconsumer.consumer import member_zkops as ops
@@ -40,6 +40,7 @@ from zkconsumer.consumer.member_events import (
     ConnState,
     TimerName,
 )
+from zkconsumer.consumer.member_host import Member
 from zkconsumer.consumer.member_state import MemberState, Owned, Proc, RebalanceRun
 from zkconsumer.errors import (
     ConsumerError,
@@ -48,9 +49,6 @@ from zkconsumer.errors import (
     ZooKeeperError,
 )
 from zkconsumer.zk.paths import BROKER_IDS, BROKER_TOPICS, consumer_id_path, topic_path
-
-if TYPE_CHECKING:
-    from zkconsumer.consumer.member_machine import MemberMachine
 
 __all__ = ["close", "recover", "start", "start_rebalance"]
 
@@ -61,19 +59,19 @@ S = MemberState
 
 # -- start and registration --------------------------------------------------------------------
 
-def start(m: MemberMachine) -> None:
+def start(m: Member) -> None:
     m._set_state(S.REGISTERING, "start")
     _register(m)
     if m.config.autocommit_enable:
         m.set_timer(TimerName.AUTOCOMMIT, m.now + m.config.autocommit_interval_ms / 1000.0)
 
 
-def _register(m: MemberMachine) -> None:
+def _register(m: Member) -> None:
     m.register_needed = True
     m.enqueue("register", lambda: ops.register(m), lambda _r, e: _registered(m, e), first=True)
 
 
-def _registered(m: MemberMachine, error: ZkConsumerError | None) -> None:
+def _registered(m: Member, error: ZkConsumerError | None) -> None:
     if error is not None:
         _fail(m, error, "registration failed")
         return
@@ -89,7 +87,7 @@ def _registered(m: MemberMachine, error: ZkConsumerError | None) -> None:
     start_rebalance(m, "registered")
 
 
-def _fail(m: MemberMachine, error: ZkConsumerError, what: str) -> None:
+def _fail(m: Member, error: ZkConsumerError, what: str) -> None:
     """A failure retried after the backoff (FAILED); the first one ends `start`."""
     log.error("%s: %s (%s); retrying in %.1fs", m.config.consumer_id, what, error,
               m.config.backoff_s)
@@ -101,13 +99,13 @@ def _fail(m: MemberMachine, error: ZkConsumerError, what: str) -> None:
 
 # -- rebalance ---------------------------------------------------------------------------------
 
-def start_rebalance(m: MemberMachine, why: str) -> None:
+def start_rebalance(m: Member, why: str) -> None:
     m.cancel_timer(TimerName.RETRY)
     m.rebalance = RebalanceRun(started=m.now)
     _begin_attempt(m, why)
 
 
-def _begin_attempt(m: MemberMachine, why: str) -> None:
+def _begin_attempt(m: Member, why: str) -> None:
     rb = m.rebalance
     assert rb is not None
     rb.attempt += 1
@@ -119,7 +117,7 @@ def _begin_attempt(m: MemberMachine, why: str) -> None:
               first=True)
 
 
-def _attempt(m: MemberMachine) -> Proc:
+def _attempt(m: Member) -> Proc:
     """One attempt; returns the owner conflicts ([] = success)."""
     cfg = m.config
     id_path = consumer_id_path(cfg.group, cfg.consumer_id)
@@ -162,7 +160,7 @@ def _attempt(m: MemberMachine) -> Proc:
     return conflicts
 
 
-def _attempt_done(m: MemberMachine, conflicts: list[ops.Conflict] | None,
+def _attempt_done(m: Member, conflicts: list[ops.Conflict] | None,
                   error: ZkConsumerError | None) -> None:
     rb = m.rebalance
     if rb is None:
@@ -205,7 +203,7 @@ def _attempt_done(m: MemberMachine, conflicts: list[ops.Conflict] | None,
         end_backoff(m, "group changed", counts=False)
 
 
-def end_backoff(m: MemberMachine, why: str, *, counts: bool) -> None:
+def end_backoff(m: Member, why: str, *, counts: bool) -> None:
     """Start the next attempt now; ``counts`` False: this one is not a retry."""
     rb = m.rebalance
     if m.state is not S.BACKOFF or rb is None:
@@ -217,7 +215,7 @@ def end_backoff(m: MemberMachine, why: str, *, counts: bool) -> None:
     _begin_attempt(m, why)
 
 
-def owner_gone(m: MemberMachine, path: str, deleted: bool) -> None:
+def owner_gone(m: Member, path: str, deleted: bool) -> None:
     """An exists-watch on a conflicting owner fired, or its first read answered."""
     rb = m.rebalance
     if m.state is not S.BACKOFF or rb is None or path not in rb.remaining:
@@ -236,7 +234,7 @@ def describe(conflicts: list[ops.Conflict]) -> str:
 
 # -- timers ------------------------------------------------------------------------------------
 
-def on_timer(m: MemberMachine, name: TimerName) -> None:
+def on_timer(m: Member, name: TimerName) -> None:
     cfg = m.config
     if name is TimerName.BACKOFF:
         end_backoff(m, "backoff over", counts=True)
@@ -266,12 +264,12 @@ def on_timer(m: MemberMachine, name: TimerName) -> None:
 
 # -- commits and checks on request -------------------------------------------------------------
 
-def _unwritten(m: MemberMachine) -> list[Owned]:
+def _unwritten(m: Member) -> list[Owned]:
     return [o for o in m.owned.values()
             if o.parked is None and o.acked is not None and o.acked != o.committed]
 
 
-def _log_late(m: MemberMachine) -> int:
+def _log_late(m: Member) -> int:
     """Say which offsets a deadline left unwritten (with partition and offset); how many."""
     late = _unwritten(m)
     if late:
@@ -281,7 +279,7 @@ def _log_late(m: MemberMachine) -> int:
     return len(late)
 
 
-def commit_requested(m: MemberMachine, event: CommitRequested) -> None:
+def commit_requested(m: Member, event: CommitRequested) -> None:
     m.commit_tokens[event.token] = event.deadline
     m.enqueue("commit", lambda: own.commit(m),
               lambda r, e: m.commit_done(event.token, r if e is None else len(_unwritten(m))))
@@ -289,7 +287,7 @@ def commit_requested(m: MemberMachine, event: CommitRequested) -> None:
         _arm_commit_deadline(m)
 
 
-def _arm_commit_deadline(m: MemberMachine) -> None:
+def _arm_commit_deadline(m: Member) -> None:
     deadlines = [d for d in m.commit_tokens.values() if d is not None]
     if deadlines:
         m.set_timer(TimerName.COMMIT_DEADLINE, min(deadlines))
@@ -297,14 +295,14 @@ def _arm_commit_deadline(m: MemberMachine) -> None:
         m.cancel_timer(TimerName.COMMIT_DEADLINE)
 
 
-def _commit_deadlines(m: MemberMachine) -> None:
+def _commit_deadlines(m: Member) -> None:
     due = [t for t, d in m.commit_tokens.items() if d is not None and d <= m.now]
     for token in due:
         m.commit_done(token, _log_late(m))
     _arm_commit_deadline(m)
 
 
-def write_reset(m: MemberMachine, o: Owned, offset: int) -> None:
+def write_reset(m: Member, o: Owned, offset: int) -> None:
     """Persist an out-of-range reset at once (reference FetcherRunnable behaviour)."""
     def proc() -> Proc:
         if m.owned.get(o.key) is not o:
@@ -321,7 +319,7 @@ def write_reset(m: MemberMachine, o: Owned, offset: int) -> None:
     m.enqueue("reset", proc, done)
 
 
-def check_requested(m: MemberMachine, event: AssignmentCheckRequested) -> None:
+def check_requested(m: Member, event: AssignmentCheckRequested) -> None:
     if m.state is S.SESSION_LOST:
         m.check_done(event.token, (), ZooKeeperError("ZooKeeper session lost; cannot read "
                                                      "the group"))
@@ -335,7 +333,7 @@ def check_requested(m: MemberMachine, event: AssignmentCheckRequested) -> None:
     m.enqueue("check", lambda: _check(m), done)
 
 
-def _check(m: MemberMachine) -> Proc:
+def _check(m: Member) -> Proc:
     """Where what we own differs from the reference decision ZooKeeper shows now."""
     cfg = m.config
     view = yield from ops.read_view(m)
@@ -349,14 +347,14 @@ def _check(m: MemberMachine) -> Proc:
     return drift
 
 
-def arm_parked_timer(m: MemberMachine) -> None:
+def arm_parked_timer(m: Member) -> None:
     if TimerName.PARKED not in m.timers:
         m.set_timer(TimerName.PARKED, m.now + m.config.parked_retry_s)
 
 
 # -- session -----------------------------------------------------------------------------------
 
-def recover(m: MemberMachine) -> None:
+def recover(m: Member) -> None:
     """A new session replaced an expired one (state SESSION_LOST)."""
     m.stats.session_expirations += 1
     log.warning("%s: ZooKeeper session expired; releasing all partitions and rejoining",
@@ -364,13 +362,13 @@ def recover(m: MemberMachine) -> None:
     _recover(m)
 
 
-def _recover(m: MemberMachine) -> None:
+def _recover(m: Member) -> None:
     m.recover_needed = True
     m._set_state(S.RECOVERING, "new session")
     m.enqueue("recover", lambda: _recovery(m), lambda _r, e: _recovered(m, e), first=True)
 
 
-def _recovery(m: MemberMachine) -> Proc:
+def _recovery(m: Member) -> Proc:
     """Release all (forward-only commit, the znodes died with the session), delete owner
     znodes retried onto the new session, resume delivery."""
     m.emit(StopFetchers())
@@ -380,7 +378,7 @@ def _recovery(m: MemberMachine) -> Proc:
     return None
 
 
-def _recovered(m: MemberMachine, error: ZkConsumerError | None) -> None:
+def _recovered(m: Member, error: ZkConsumerError | None) -> None:
     if error is not None:
         _fail(m, error, "session recovery failed")
         return
@@ -391,7 +389,7 @@ def _recovered(m: MemberMachine, error: ZkConsumerError | None) -> None:
 
 # -- close -------------------------------------------------------------------------------------
 
-def close(m: MemberMachine, deadline: float | None) -> None:
+def close(m: Member, deadline: float | None) -> None:
     """Leave the group now, from any state: abandon whatever runs, revoke, commit, close."""
     started = m.state is not S.INIT
     m.abort("close requested")
@@ -411,7 +409,7 @@ def close(m: MemberMachine, deadline: float | None) -> None:
               lambda _r, _e: _finish_close(m, timed_out=False))
 
 
-def _closing(m: MemberMachine, *, commit: bool) -> Proc:
+def _closing(m: Member, *, commit: bool) -> Proc:
     m.emit(StopFetchers())
     states = list(m.owned.values())
     if states:
@@ -426,7 +424,7 @@ def _closing(m: MemberMachine, *, commit: bool) -> Proc:
     return None
 
 
-def _finish_close(m: MemberMachine, *, timed_out: bool) -> None:
+def _finish_close(m: Member, *, timed_out: bool) -> None:
     if timed_out:
         _log_late(m)
         m.abort("close deadline")

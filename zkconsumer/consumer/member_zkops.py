@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from zkconsumer.consumer.member_commands import (
     Command,
@@ -30,6 +30,7 @@ from zkconsumer.consumer.member_events import (
     ZkError,
     ZkReply,
 )
+from zkconsumer.consumer.member_host import Member
 from zkconsumer.consumer.member_state import REGISTER_RETRY_S, Proc
 from zkconsumer.consumer.view import (
     GroupView,
@@ -53,9 +54,6 @@ from zkconsumer.zk.paths import (
     topic_path,
 )
 from zkconsumer.zk.registry import parse_brokers, parse_topic_partitions, partition_names
-
-if TYPE_CHECKING:
-    from zkconsumer.consumer.member_machine import MemberMachine
 
 __all__ = [
     "Conflict",
@@ -179,7 +177,7 @@ def data_of(reply: ZkReply, path: str) -> bytes | None:
 
 # -- registration and the view -----------------------------------------------------------------
 
-def create_expect_conflict(m: MemberMachine, path: str, value: bytes) -> Proc:
+def create_expect_conflict(m: Member, path: str, value: bytes) -> Proc:
     """Scala's createEphemeralPathExpectConflict: ``(True, None)`` if the znode is ours,
     ``(False, holder)`` if someone else holds it (``holder`` None: it vanished meanwhile)."""
     reply = yield from call(Create(m.req(), path, value, ephemeral=True))
@@ -200,7 +198,7 @@ def create_expect_conflict(m: MemberMachine, path: str, value: bytes) -> Proc:
     return False, got.data if got.data is not None else b""
 
 
-def register(m: MemberMachine) -> Proc:
+def register(m: Member) -> Proc:
     """Create our ids znode.  If another session holds it (a previous incarnation with the
     same configured ``consumerid`` that died moments ago), wait for that session to expire
     -- up to 1.5 x ``zk.sessiontimeout.ms`` + 1 s -- instead of adopting a znode that would
@@ -222,7 +220,7 @@ def register(m: MemberMachine) -> Proc:
         yield [SetTimer(TimerName.REGISTER, m.now + REGISTER_RETRY_S)]
 
 
-def read_view(m: MemberMachine) -> Proc:
+def read_view(m: Member) -> Proc:
     """What one rebalance attempt decides from (`zkconsumer.consumer.view`), in two or
     three round trips: members, brokers and (static subscriptions) topic partitions are
     listed together, then read together."""
@@ -270,7 +268,7 @@ def _entries(names: list[str], reads: list[GetData], replies: Sequence[ZkReply],
     return [(n, data_of(r, q.path)) for n, q, r in zip(names, reads, replies, strict=True)]
 
 
-def _partition_reads(m: MemberMachine, children: Mapping[str, list[str]],
+def _partition_reads(m: Member, children: Mapping[str, list[str]],
                      ) -> list[tuple[str, str, GetData]]:
     return [(t, child, GetData(m.req(), f"{topic_path(t)}/{child}"))
             for t, names in children.items() for child in names]
@@ -286,7 +284,7 @@ def _partition_counts(reads: list[tuple[str, str, GetData]], replies: Sequence[Z
 
 # -- fetchers ----------------------------------------------------------------------------------
 
-def start_fetchers(m: MemberMachine, brokers: Mapping[int, BrokerInfo]) -> None:
+def start_fetchers(m: Member, brokers: Mapping[int, BrokerInfo]) -> None:
     """(Re)start fetching the owned, unparked partitions from the brokers' current
     addresses (remembered, so an unchanged rebalance can tell whether a restart is due)."""
     used = {parse_partition_name(o.name)[0] for o in m.owned.values() if o.parked is None}
@@ -294,7 +292,7 @@ def start_fetchers(m: MemberMachine, brokers: Mapping[int, BrokerInfo]) -> None:
     m.emit(StartFetchers(tuple(info for _, info in sorted(brokers.items()))))
 
 
-def fetchers_match(m: MemberMachine, brokers: Mapping[int, BrokerInfo]) -> bool:
+def fetchers_match(m: Member, brokers: Mapping[int, BrokerInfo]) -> bool:
     """Whether the fetchers run, for what we own, from the brokers' current addresses;
     False after any StopFetchers (a failed attempt may have stopped them and kept every
     partition: the next successful attempt must start them again)."""
