@@ -27,6 +27,7 @@ from zkconsumer.consumer.member_commands import (
     RevokePartitions,
     SetTimer,
     StartFetchers,
+    StopFetchers,
 )
 from zkconsumer.consumer.member_events import (
     Acked,
@@ -320,3 +321,25 @@ def test_a_create_with_unknown_outcome_is_rolled_back() -> None:
     assert _settled(h, [a, b2])
     assert h.zk.nodes["/consumers/g/owners/t/1-1"].data == b"g_b-0"
     assert h.zk.nodes["/consumers/g/owners/t/1-1"].owner == 13
+
+
+def test_fetchers_stopped_by_a_failed_attempt_restart_when_nothing_changes() -> None:
+    # F5 (seeds 12350, 21840): an attempt stops the fetchers to claim a new partition and
+    # fails; the next attempt keeps exactly what was owned -- it must start them again
+    h = Harness()
+    _cluster(h)
+    a = _member(h, "a", 11)
+    _start(h, a)
+    h.zk.put("/brokers/ids/2", b"c2:127.0.0.1:9094")
+    h.run()
+    h.zk.lose[("GetData", "/consumers/g/offsets/t/2-0")] = False
+    h.zk.put("/brokers/topics/t/2", b"1")  # partition 2-0 appears: a claims it, fails
+    h.run()
+    assert a.machine.state is S.BACKOFF
+    fetcher_commands = [c for c in a.log if isinstance(c, StartFetchers | StopFetchers)]
+    assert isinstance(fetcher_commands[-1], StopFetchers)
+    h.zk.remove("/brokers/topics/t/2")  # gone again: the next attempt changes nothing
+    h.advance(5.0)
+    assert a.machine.state is S.STABLE and _owned(a) == PARTS
+    fetcher_commands = [c for c in a.log if isinstance(c, StartFetchers | StopFetchers)]
+    assert isinstance(fetcher_commands[-1], StartFetchers)
