@@ -13,6 +13,8 @@ regression seeds by this very range: 36 (after a session expiry no watch was re-
 owner's new znode), 1049 and 5700 (an owner-znode delete answered CONNECTION_LOSS was never
 redone: the partition stayed blocked), 52 (start() failing under contention, now retried by
 the application as `zkconsumer run` does) -- each with the simulator and machine of its time.
+`test_sim_regressions` runs each of those seeds (and F5's 12350 and 21840, outside this
+range) by name, with what it guards.
 """
 
 from __future__ import annotations
