@@ -308,32 +308,58 @@ class Kafka07Sink:
         that advances ``sources``; returns once it is confirmed and recorded.  Transient
         failures raise (the caller retries the same call: a batch that landed meanwhile is
         recognised, never written twice)."""
-        slot = self._slot(topic, index)
+        self.write_batches(((topic, index, data, sources),))
+
+    def write_batches(self, batches: Sequence[tuple[str, int, bytes, Mapping[str, int]]]) -> None:
+        """`write` for several 0.7 partitions (distinct ``(topic, index)``) at once.
+
+        Every batch gets its own intent first; then each broker takes its batches in one
+        confirmed exchange (`confirmed_produce`: the produces pipelined, each followed by its
+        offsets request), so the broker never waits for a round trip of ours between two
+        partitions; then each confirmed batch is recorded.  Per partition the protocol is
+        `write`'s (intent before the produce, landed after its confirmation); a failure
+        leaves the unconfirmed intents for `_settle`, as `write` does."""
+        by_broker: dict[int, list[tuple[_Slot, BridgeCheckpoint, BridgeIntent, bytes]]] = {}
+        for topic, index, data, sources in batches:
+            slot = self._slot(topic, index)
+            intended = self._intend(slot, data, sources)
+            if intended is not None:
+                by_broker.setdefault(slot.target.broker_id, []).append(
+                    (slot, intended[0], intended[1], data))
+        for broker_id, group in by_broker.items():
+            try:
+                accepted = confirmed_produce(self._conn(broker_id), tuple(
+                    ProduceRequest(slot.topic, slot.target.partition, data)
+                    for slot, _cp, _intent, data in group))
+            except Exception:
+                self._drop_conn(broker_id)
+                raise  # the intents stay: `_settle` decides whether each landed
+            for slot, cp, intent, _data in group[:accepted]:
+                if not self._store(slot, cp.landed(intent)):
+                    raise self.runtime.fail(MirrorError(
+                        f"{slot.path}: another bridge member resolved this process's batch "
+                        "(its ZooKeeper session expired?); stopping"))
+            if accepted < len(group):  # the broker rejected that one and closed: after it,
+                slot, cp, _intent, _data = group[accepted]  # nothing was read
+                self._drop_conn(broker_id)
+                self._store(slot, dataclasses.replace(cp, intent=None))
+                raise MirrorError(f"0.7 broker {broker_id} rejected the produce to "
+                                  f"{slot.topic}/{slot.target.partition} (closed the "
+                                  "connection); retrying")
+
+    def _intend(self, slot: _Slot, data: bytes, sources: Mapping[str, int]
+                ) -> tuple[BridgeCheckpoint, BridgeIntent] | None:
+        """Store the intent for ``data`` (step 1); None if ``sources`` are in already (a
+        retry of a batch that landed, resolved by `_settle`)."""
         while True:  # another member of the group may write this partition too: take turns
             self._settle(slot)
             cp = slot.cp
             assert cp is not None
             if all(cp.sources.get(s, -1) >= o for s, o in sources.items()):
-                return  # a retry of a batch that landed (resolved by `_settle`)
+                return None
             intent = BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
             if self._store(slot, dataclasses.replace(cp, intent=intent)):
-                break
-        t = slot.target
-        try:
-            accepted = confirmed_produce(self._conn(t.broker_id),
-                                         (ProduceRequest(topic, t.partition, data),))
-        except Exception:
-            self._drop_conn(t.broker_id)
-            raise  # the intent stays: `_settle` decides whether it landed
-        if accepted != 1:
-            self._drop_conn(t.broker_id)
-            self._store(slot, dataclasses.replace(cp, intent=None))
-            raise MirrorError(f"0.7 broker {t.broker_id} rejected the produce to "
-                              f"{topic}/{t.partition} (closed the connection); retrying")
-        if not self._store(slot, cp.landed(intent)):
-            raise self.runtime.fail(MirrorError(
-                f"{slot.path}: another bridge member resolved this process's batch (its "
-                "ZooKeeper session expired?); stopping"))
+                return cp, intent
 
     # -- connections --------------------------------------------------------------------------
 
