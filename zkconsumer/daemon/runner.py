@@ -46,19 +46,17 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from zkconsumer.backoff import Backoff
 from zkconsumer.consumer import GroupConsumer
+from zkconsumer.consumer.joining import StartGuard, join_group
 from zkconsumer.daemon.config import DaemonConfig
 from zkconsumer.daemon.health import Deafness, IdleVerdict, read_idle_verdict
 from zkconsumer.daemon.metrics import DaemonMetrics, Snapshot
 from zkconsumer.daemon.sinks import Sink, make_sink
-from zkconsumer.daemon.starting import StartGuard
 from zkconsumer.daemon.topics import TopicPresence
 from zkconsumer.daemon.tracker import AckTracker, Key
-from zkconsumer.errors import ConsumerError, RebalanceFailedError, SinkError, ZkConsumerError
+from zkconsumer.errors import ConsumerError, SinkError, ZkConsumerError
 from zkconsumer.telemetry.http import MetricsServer
 from zkconsumer.telemetry.progress import Progress
-from zkconsumer.zk.startup import start_when_reachable
 
 __all__ = ["Daemon"]
 
@@ -175,49 +173,24 @@ class Daemon:
         return 0
 
     def _start_consumer(self) -> GroupConsumer | None:
-        """Join the group; retry until it works, we are stopped or ``--startup-timeout``.
-
-        Two waits, both because exiting would only make a supervisor restart us into the
-        same wait (a crash loop that adds load to a struggling ensemble): a ZooKeeper that
-        does not answer yet (`start_when_reachable`: backoff with jitter, each attempt
-        logged, ``/healthz`` 503 "not connected to ZooKeeper"), and a failed first
-        rebalance -- usually a predecessor that was killed: its owner znodes live until its
-        ZooKeeper session expires (``zk.sessiontimeout.ms``), possibly longer than the
-        consumer's ``rebalance.retries.max`` x ``rebalance.backoff.ms``.
-        """
+        """Join the group (`join_group`): retry until it works, we are stopped, the sink
+        failed or ``--startup-timeout`` passed -- a ZooKeeper that does not answer yet
+        (``/healthz`` 503 "not connected to ZooKeeper") and a failed first rebalance (a
+        killed predecessor's owners) are waited for, not exited on."""
         cfg = self.config
-        backoff = max(cfg.consumer.rebalance_backoff_ms / 1000.0, 0.1)
-        reachable = Backoff(0.5, 30.0, jitter=0.5, sleep=self._stop.wait,
-                            timeout=cfg.startup_timeout)
 
-        def unreachable(exc: ZkConsumerError) -> None:
-            self._zk_unreachable = str(exc)
+        def unreachable(reason: str | None) -> None:
+            self._zk_unreachable = reason
 
         self._guard = StartGuard(self._stop, self._stop_left)
-        while not self._stop.is_set() and self.sink.failure is None:
-            try:
-                consumer = start_when_reachable(self._join, reachable, on_retry=unreachable)
-                self._zk_unreachable = None
-                return consumer
-            except ZkConsumerError as exc:
-                if self._stop.is_set():  # the stop closed the member while it was starting
-                    log.info("stopped while joining the group (%s)", exc)
-                    return None
-                if not isinstance(exc, RebalanceFailedError):
-                    raise
-                log.warning("could not join the group yet: %s; retrying in %.1fs (owners left "
-                            "by a killed member vanish when its ZooKeeper session expires)",
-                            exc, backoff, extra={"event": "start_retry"})
-            self._stop.wait(backoff)
-        return None
+        return join_group(self._join, self._guard, self._stop,
+                          rebalance_backoff_ms=cfg.consumer.rebalance_backoff_ms,
+                          startup_timeout=cfg.startup_timeout, on_unreachable=unreachable,
+                          give_up=lambda: self.sink.failure is not None)
 
-    def _join(self) -> GroupConsumer | None:
-        """One attempt: a new member (a new consumer id) connects, registers, rebalances.
-
-        None if a stop came first or closed it while it started (`StartGuard`).
-        """
+    def _join(self) -> GroupConsumer:
+        """A new member (a new consumer id) for one attempt to join."""
         cfg = self.config
-        assert self._guard is not None
         consumer = GroupConsumer(cfg.consumer, cfg.subscription)
         consumer.add_listener(_Listener(self))
         self.topics.watch(consumer)
@@ -225,7 +198,7 @@ class Daemon:
         log.info("starting member of group %s (%s) -> %s %s", cfg.consumer.group_id,
                  consumer.consumer_id, cfg.sink, cfg.target,
                  extra={"event": "start", "consumer_id": consumer.consumer_id})
-        return consumer if self._guard.start(consumer) else None
+        return consumer
 
     def _stop_left(self, reserve: float = 0.0) -> float:
         """Seconds left of ``--shutdown-timeout``, counted from the first stop request."""
