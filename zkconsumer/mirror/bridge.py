@@ -40,7 +40,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from zkconsumer.errors import ConfigurationError, MirrorError, TargetError
+from zkconsumer.errors import (
+    ConfigurationError,
+    MirrorError,
+    TargetError,
+    ZooKeeperUnreachableError,
+)
 from zkconsumer.mirror.checkpoints import HEADER_SOURCE
 from zkconsumer.mirror.config import MirrorConfig, Partitioning
 from zkconsumer.mirror.lanes import LaneState, LaneStatus
@@ -96,11 +101,23 @@ class SourceSpec:
 
 
 @dataclass
-class _Round:
-    """One poll's records, routed: per (0.7 topic, partition index) the payloads and the
-    source positions they advance; the lanes' positions once all of it is written."""
+class _Batch:
+    """One 0.7 partition's share of a round, encoded on the loop thread (so the writer's
+    critical path is only ZooKeeper and the broker): the message set(s), how many messages
+    and payload bytes, and the source positions it advances."""
 
-    groups: dict[tuple[str, int], tuple[list[bytes], dict[str, int]]]
+    data: bytes
+    count: int
+    size: int
+    sources: dict[str, int]
+
+
+@dataclass
+class _Round:
+    """One poll's records, routed: per (0.7 topic, partition index) its `_Batch`; the
+    lanes' positions once all of it is written."""
+
+    batches: dict[tuple[str, int], _Batch]
     moved: dict[_Lane, int]
 
 
@@ -154,8 +171,12 @@ class Bridge(RuntimeEngine):
     def _start(self) -> None:
         from confluent_kafka import Consumer
 
-        self.runtime.retrying("connecting to the 0.7 cluster", self.sink.open,
-                              final=(ConfigurationError, TargetError))
+        # a 0.7 ZooKeeper that does not answer yet is waited for as by the forward mirror
+        # (`Runtime.reach_zookeeper`); then the brokers, as any target, by `retrying`
+        self.runtime.retrying(
+            "connecting to the 0.7 cluster",
+            lambda: self.runtime.reach_zookeeper("connecting to the 0.7 cluster", self.sink.open),
+            final=(ConfigurationError, TargetError, ZooKeeperUnreachableError))
         self._consumer = Consumer(self.source.consumer_config())
         topics = list(self.source.topics) or [f"^{self.source.pattern}"]
         self._pipeline = Pipeline(self._write_round, self.runtime.fail, name="bridge-writer")
@@ -282,21 +303,24 @@ class Bridge(RuntimeEngine):
             self.stats.add("looped", looped)
         if skipped:
             self.stats.add("skipped", skipped)
-        return _Round(groups, moved) if moved else None
+        if not moved:
+            return None
+        encode = self.sink.encode
+        return _Round({key: _Batch(encode(key[0], payloads), len(payloads),
+                                   sum(map(len, payloads)), sources)
+                       for key, (payloads, sources) in groups.items()}, moved)
 
     def _write_round(self, round_: _Round) -> None:
         """The writer thread: every batch of the round (one confirmed exchange per 0.7
         broker, `Kafka07Sink.write_batches`), then the lanes' positions move."""
-        batches = [(topic, index, self.sink.encode(topic, payloads), sources)
-                   for (topic, index), (payloads, sources) in round_.groups.items()]
-        count = sum(len(payloads) for payloads, _sources in round_.groups.values())
+        count = sum(b.count for b in round_.batches.values())
         self.stats.add("sent", count)
-        self.runtime.retrying(f"writing {count} messages to 0.7",
-                              lambda: self.sink.write_batches(batches),
-                              final=(ConfigurationError, TargetError))
-        for (topic, _index), (payloads, _sources) in round_.groups.items():
-            self.stats.mirrored(topic, len(payloads), sum(map(len, payloads)))
-        self.stats.add("log_bytes", sum(len(data) for _t, _i, data, _s in batches))
+        self.runtime.retrying(f"writing {count} messages to 0.7", lambda: self.sink.write_batches(
+            [(topic, index, b.data, b.sources) for (topic, index), b in round_.batches.items()]),
+            final=(ConfigurationError, TargetError))
+        for (topic, _index), b in round_.batches.items():
+            self.stats.mirrored(topic, b.count, b.size)
+            self.stats.add("log_bytes", len(b.data))
         for lane, done in round_.moved.items():
             lane.done = done
 

@@ -48,7 +48,7 @@ def build_bridge_config(args: argparse.Namespace, props: dict[str, str]
     config = MirrorConfig.from_properties(
         target, mirror_props, target_props, topic_map=parse_topic_map(args.topic_map),
         partitioning=args.partitioning, metrics_port=args.metrics_port,
-        progress=args.progress)
+        progress=args.progress, startup_timeout=getattr(args, "startup_timeout", None))
     source = SourceSpec(source_url.bootstrap, group or "", topics, args.whitelist,
                         source_options)
     return config, source

@@ -109,7 +109,8 @@ class Kafka07Sink:
         """Connect to the 0.7 cluster's ZooKeeper and register this process as a member."""
         if self._session is not None:
             return
-        self._view = ZkClusterView(self.config)
+        if self._view is None:  # kept by an attempt whose member session did not connect
+            self._view = ZkClusterView(self.config)
         session = ZkSession(self.zk_connect,
                             session_timeout_ms=self.config.zk_session_timeout_ms,
                             connection_timeout_ms=self.config.zk_connection_timeout_ms,

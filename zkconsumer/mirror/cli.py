@@ -115,6 +115,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="address for --metrics-port (default 127.0.0.1)")
     parser.add_argument("--progress", action="store_true",
                         help="print a progress line on stderr")
+    parser.add_argument("--startup-timeout", type=float, metavar="S",
+                        help="at start, keep trying to reach ZooKeeper (with backoff, each "
+                             "attempt logged, /healthz 503) for at most S seconds, then exit 1 "
+                             "(default: no limit)")
     parser.add_argument("--at-least-once", action="store_true",
                         help="kafka:// target without transactions: commit after in-order "
                              "acks (duplicates after a crash); default is exactly-once")
@@ -222,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
         key_regex=args.key_regex, create_topics=args.create_topics,
         partitions=args.partitions, replication_factor=args.replication_factor,
         metrics_port=args.metrics_port, progress=args.progress,
-        exactly_once=not args.at_least_once)
+        exactly_once=not args.at_least_once, startup_timeout=args.startup_timeout)
     consumer_config = ConsumerConfig.from_properties(
         consumer_props, zk_security=zk_security_from(args, consumer_props))
     subscription = _subscription(args)

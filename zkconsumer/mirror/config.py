@@ -201,6 +201,9 @@ class MirrorConfig:
     target_options: Mapping[str, str] = field(default_factory=dict)
     metrics_port: int | None = None
     progress: bool = False
+    #: ``--startup-timeout``: how long to keep trying to reach the 0.7 ZooKeeper at start
+    #: (None: no limit; see `zkconsumer.consumer.joining`).
+    startup_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.target, TargetSpec):
@@ -249,6 +252,8 @@ class MirrorConfig:
             raise ConfigurationError("mirror.retry.backoff.max.ms must be >= mirror.retry.backoff.ms")
         if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
             raise ConfigurationError(f"--metrics-port {self.metrics_port} is not a port")
+        if self.startup_timeout is not None and not self.startup_timeout > 0:
+            raise ConfigurationError(f"--startup-timeout must be > 0, got {self.startup_timeout}")
 
     def key_pattern(self) -> re.Pattern[bytes] | None:
         return re.compile(self.key_regex.encode()) if self.key_regex is not None else None

@@ -53,7 +53,7 @@ from zkconsumer.mirror.lanes import LaneState, LaneStatus
 from zkconsumer.mirror.loopguard import LoopGuard, inside
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.routing import Router
-from zkconsumer.mirror.runtime import Every, Runtime, RuntimeEngine, SourceView, close_all
+from zkconsumer.mirror.runtime import Every, Runtime, SourceGroupEngine, SourceView, close_all
 from zkconsumer.mirror.targets import RunItem, Target
 from zkconsumer.mirror.tracker import AckTracker, Entry
 
@@ -139,7 +139,7 @@ class _Listener:
         log.debug("source consumer state %s", state)
 
 
-class Mirror(RuntimeEngine):
+class Mirror(SourceGroupEngine):
     """One at-least-once mirror process (see the module docstring)."""
 
     def __init__(self, config: MirrorConfig, consumer: GroupConsumer, target: Target, *,
@@ -167,7 +167,7 @@ class Mirror(RuntimeEngine):
         self._started = False  # the consumer joined the group (so there is something to commit)
         self._closing = False
         self._closers = list(closers)
-        consumer.add_listener(_Listener(self))
+        self._listen(consumer)
 
     # -- control (stop, run: `RuntimeEngine`) --------------------------------------------------
 
@@ -176,8 +176,11 @@ class Mirror(RuntimeEngine):
                               self.target.open)
         if self.view is not None:
             self._guard = LoopGuard(self.view)
-        self.consumer.start()
+        self._join_source()
         self._started = True
+
+    def _listen(self, consumer: GroupConsumer) -> None:
+        consumer.add_listener(_Listener(self))
 
     # -- the loop -----------------------------------------------------------------------------
 

@@ -77,7 +77,7 @@ from zkconsumer.mirror.routing import Router, murmur2_partition
 from zkconsumer.mirror.runtime import (
     Every,
     Runtime,
-    RuntimeEngine,
+    SourceGroupEngine,
     SourceView,
     Stopped,
     close_all,
@@ -98,7 +98,7 @@ _FENCED = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH",
                      "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"})
 
 
-class ExactlyOnceMirror(RuntimeEngine):
+class ExactlyOnceMirror(SourceGroupEngine):
     """A mirror process writing ``kafka://`` targets in transactions (module docstring)."""
 
     def __init__(self, config: MirrorConfig, consumer: GroupConsumer, *,
@@ -132,7 +132,7 @@ class ExactlyOnceMirror(RuntimeEngine):
             hash_partition=murmur2_partition, key_regex=config.key_pattern())
         self._claimer = EosClaimer(config, self.runtime, self.group, self.bootstrap, consumer,
                                    self._router, self._new_producer)
-        consumer.add_listener(self)
+        self._listen(consumer)
 
     # -- control (stop, run: `RuntimeEngine`) --------------------------------------------------
 
@@ -144,8 +144,12 @@ class ExactlyOnceMirror(RuntimeEngine):
         self._ensure_checkpoint_topic()
         if self.view is not None:
             self._guard = LoopGuard(self.view)
-        self.consumer.start()
+        self._join_source()
         self._started = True
+
+    def _listen(self, consumer: GroupConsumer) -> None:
+        consumer.add_listener(self)
+        self._claimer.consumer = consumer
 
     # -- target helpers -----------------------------------------------------------------------
 

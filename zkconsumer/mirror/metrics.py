@@ -47,6 +47,7 @@ class MirrorStats:
     looped: int = 0  # skipped: written by the other direction (no loops)
     skipped: int = 0  # skipped: in the target already (written before a crash)
     healthy: bool = True  # False while a target failure is being retried
+    zk_unreachable: str | None = None  # why the 0.7 ZooKeeper is not answering at start-up
     started: float = field(default_factory=time.monotonic)
     per_topic: dict[str, list[int]] = field(default_factory=dict)  # topic -> [messages, bytes]
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -73,7 +74,8 @@ class MirrorStats:
                 "commits": self.commits, "transactions": self.transactions,
                 "log_bytes": self.log_bytes, "looped": self.looped, "skipped": self.skipped,
                 "in_flight": self.in_flight,
-                "healthy": self.healthy, "elapsed": time.monotonic() - self.started,
+                "healthy": self.healthy and self.zk_unreachable is None,
+                "elapsed": time.monotonic() - self.started,
                 "per_topic": {t: tuple(v) for t, v in self.per_topic.items()},
             }
 

@@ -149,10 +149,9 @@ def telemetry(mirror: Mirror | ExactlyOnceMirror) -> Telemetry:
     first second."""
     from zkconsumer.mirror.serve import Telemetry
 
-    consumer: Any = mirror.consumer  # a GroupConsumer (build_mirror makes one)
-
     def partitions() -> dict[str, dict[str, Any]]:
-        parts = {name: dict(info) for name, info in consumer.stats.partitions.items()}
+        # mirror.consumer, read each time: a failed start replaces it (`SourceGroupEngine`)
+        parts = {name: dict(info) for name, info in mirror.consumer.stats.partitions.items()}
         unknown = [n for n, info in parts.items() if info.get("lag") is None]
         if unknown and mirror.view is not None:
             try:
@@ -171,7 +170,7 @@ def telemetry(mirror: Mirror | ExactlyOnceMirror) -> Telemetry:
         lags = [p["lag"] for p in partitions().values() if p.get("lag") is not None]
         return sum(lags) if lags else None
 
-    return Telemetry(owned=lambda: len(consumer.stats.partitions), partitions=partitions,
+    return Telemetry(owned=lambda: len(mirror.consumer.stats.partitions), partitions=partitions,
                      lag_bytes=lag_bytes)
 
 

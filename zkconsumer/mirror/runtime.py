@@ -15,6 +15,11 @@ same, and lives here once, so a fix lands once:
   (configuration, a missing target topic): retrying cannot cure them.
 * **Fatal** (`fail`): the first fatal error of any thread is kept and raised by the loop
   (`check`), after which shutdown commits what is safe.
+* **Start** (`Runtime.join`, `Runtime.reach_zookeeper`): the 0.7 source group is joined by
+  `zkconsumer.consumer.joining.join_group` -- the same loop as ``zkconsumer run``: a ZooKeeper
+  that does not answer yet is retried (each attempt logged, ``/healthz`` 503 "not connected to
+  ZooKeeper") until ``--startup-timeout``, a first rebalance blocked by a killed member's owners
+  is retried with a fresh member, and a stop meanwhile ends the start at once (`Stopped`).
 * **Timers** (`Every`): the loop's periodic duties (commit, progress) on the injected clock.
 * **Close** (`close_all`): run every closer, none masking the real outcome.
 
@@ -30,12 +35,16 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 from zkconsumer.backoff import Backoff
-from zkconsumer.errors import MirrorError, ZkConsumerError
+from zkconsumer.consumer.group import GroupConsumer
+from zkconsumer.consumer.joining import StartGuard, join_group
+from zkconsumer.errors import MirrorError, ZkConsumerError, ZooKeeperUnreachableError
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.zk.paths import BridgeCheckpoint
+from zkconsumer.zk.startup import start_when_reachable
 
-__all__ = ["Every", "Runtime", "RuntimeEngine", "SourceView", "Stopped", "close_all"]
+__all__ = ["Every", "Runtime", "RuntimeEngine", "SourceGroupEngine", "SourceView", "Stopped",
+           "close_all"]
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +135,40 @@ class Runtime:
         if self._fatal is not None:
             raise self._fatal
 
+    # -- start --------------------------------------------------------------------------------
+
+    def join(self, make: Callable[[], GroupConsumer], rebalance_backoff_ms: int
+             ) -> GroupConsumer:
+        """A started member of the source group, made by ``make()`` (a fresh one per attempt):
+        see the module docstring; `Stopped` if stopped first, `ZooKeeperUnreachableError`
+        past ``--startup-timeout``."""
+        guard = StartGuard(self._stop, lambda: self.config.shutdown_timeout_ms / 1000.0)
+        consumer = join_group(make, guard, self._stop, rebalance_backoff_ms=rebalance_backoff_ms,
+                              startup_timeout=self.config.startup_timeout,
+                              on_unreachable=self._unreachable)
+        if consumer is None:
+            guard.wait()  # its close of a member still starting is over: the process may exit
+            raise Stopped("stopped while joining the source group")
+        return consumer
+
+    def reach_zookeeper(self, what: str, open_fn: Callable[[], None]) -> None:
+        """``open_fn()`` (which connects a ZooKeeper session) until ZooKeeper answers, as
+        `join` does (`start_when_reachable`); `Stopped` if stopped meanwhile."""
+        backoff = Backoff(0.5, 30.0, jitter=0.5, sleep=self._stop.wait,
+                          timeout=self.config.startup_timeout)
+
+        def attempt() -> bool:
+            open_fn()
+            return True
+
+        done = start_when_reachable(attempt, backoff, on_retry=self._unreachable)
+        self._unreachable(None)
+        if not done:
+            raise Stopped(f"stopped while {what}")
+
+    def _unreachable(self, reason: ZooKeeperUnreachableError | str | None) -> None:
+        self.stats.zk_unreachable = None if reason is None else str(reason)
+
     # -- retry --------------------------------------------------------------------------------
 
     def succeeded(self) -> None:
@@ -189,7 +232,10 @@ class RuntimeEngine:
         except Stopped:
             pass
         finally:
-            self._shutdown()
+            try:
+                self._shutdown()
+            finally:
+                self.runtime.stop()  # ends the start guard's thread (it waits for a stop)
         self.runtime.check()  # a fatal error another thread (a writer) recorded meanwhile
 
     def _start(self) -> None:
@@ -199,4 +245,33 @@ class RuntimeEngine:
         raise NotImplementedError
 
     def _shutdown(self) -> None:
+        raise NotImplementedError
+
+
+class SourceGroupEngine(RuntimeEngine):
+    """A forward engine: it reads the 0.7 source as a member of a group (``consumer``).
+
+    ``consumer`` is replaced by a fresh member (a new consumer id) when a start attempt
+    failed (`Runtime.join`); `_listen` registers the engine's callbacks on each one.
+    """
+
+    consumer: GroupConsumer
+
+    def _join_source(self) -> None:
+        first = [self.consumer]
+
+        def make() -> GroupConsumer:
+            if first:
+                return first.pop()
+            old = self.consumer
+            consumer = GroupConsumer(old.config, old.subscription)
+            self._listen(consumer)
+            self.consumer = consumer
+            log.info("joining group %s again as %s", old.config.group_id, consumer.consumer_id,
+                     extra={"event": "start", "consumer_id": consumer.consumer_id})
+            return consumer
+
+        self.consumer = self.runtime.join(make, self.consumer.config.rebalance_backoff_ms)
+
+    def _listen(self, consumer: GroupConsumer) -> None:
         raise NotImplementedError

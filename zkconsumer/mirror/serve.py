@@ -62,6 +62,9 @@ def serve(engine: Engine, config: MirrorConfig, telemetry: Telemetry, *, mode: s
     server = None
     if config.metrics_port is not None:
         def health() -> tuple[bool, str]:
+            unreachable = engine.stats.zk_unreachable
+            if unreachable is not None:
+                return False, f"not connected to ZooKeeper: {unreachable}"
             if engine.stats.healthy:
                 return True, "ok"
             return False, "target failing; retrying (offsets not advancing)"

@@ -1,0 +1,202 @@
+"""``zkconsumer mirror`` at start-up waits instead of exiting, as ``zkconsumer run`` does
+(issue 22 item 3, issue 18's "no member gives up because of contention").
+
+* ZooKeeper not answering yet: each attempt is logged, ``/healthz`` answers 503 "not
+  connected to ZooKeeper", and once a real ZooKeeper listens on the port the mirror joins and
+  copies every message (both engines: exactly-once and ``--at-least-once``).
+* A first rebalance blocked by a dead member's owner znodes (its session lives on, as after a
+  ``kill -9``): the mirror logs ``start_retry`` and joins again instead of exiting 1, and
+  copies everything once the dead session is gone.
+* SIGTERM while waiting (during a connection attempt, or between start attempts): exit 0
+  within a second.
+
+Real ZooKeeper, dev brokers, tansu, real ``zkconsumer mirror`` processes.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.http import get
+from fixtures.tansu import create_topic, read_partitions
+from fixtures.waiting import wait_until
+from kazoo.client import KazooClient
+from mirror_helpers import mirror_subprocess, produce
+
+from zkconsumer.devcluster.ports import restartable_port
+from zkconsumer.devcluster.zookeeper import ZooKeeperServer
+from zkconsumer.zk.session import ZkSession
+
+GROUP = "g"
+ME = f"{GROUP}_m"
+DEAD = f"{GROUP}_a"  # sorts before us: the range assignment gives it partition 0, us 1
+FAST = ["--set", "mirror.commit.interval.ms=100", "--set", "rebalance.backoff.ms=300",
+        "--set", "rebalance.retries.max=2", "--set", "consumerid=m"]
+MODES = {"exactly-once": [], "at-least-once": ["--at-least-once"]}
+
+
+def _values(prefix: str, n: int) -> list[bytes]:
+    return [f"{prefix}-{i:05d}".encode() for i in range(n)]
+
+
+def _log(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _attempts(log: str) -> int:
+    return len(re.findall(r"ZooKeeper not answering \(attempt \d+\)", log))
+
+
+def _copied(bootstrap: str, topic: str, n: int) -> list[bytes]:
+    got = read_partitions(bootstrap, topic, n, timeout=90)
+    return sorted(value for records in got.values() for _, value in records)
+
+
+def _stop(proc: subprocess.Popen[bytes], log_file: Path) -> float:
+    """SIGTERM ``proc``; it must exit 0.  Seconds from the signal to the exit."""
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(30)
+    took = time.monotonic() - started
+    assert code == 0, _log(log_file)[-3000:]
+    return took
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_mirror_waits_for_zookeeper_then_copies_everything(
+        tmp_path: Path, dev_broker: Any, tansu: Any, mode: str) -> None:
+    port = restartable_port()
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # bound, not listening
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", port))
+    zk_connect = f"127.0.0.1:{port}"
+    create_topic(tansu.bootstrap, "ev", 2)
+    log_file = tmp_path / "mirror.log"
+    proc = mirror_subprocess(["--zk", zk_connect, "--group", GROUP, "--topic", "ev",
+                              "--to", tansu.url, "--metrics-port", "0",
+                              "--set", "zk.connectiontimeout.ms=1000", *FAST, *MODES[mode]],
+                             log_file)
+    server = None
+    try:
+        metrics = int(wait_until(
+            lambda: re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", _log(log_file)),
+            timeout=60, what="the metrics port in the log").group(1))
+        wait_until(lambda: _attempts(_log(log_file)) >= 2 or proc.poll() is not None,
+                   timeout=60, what="two logged attempts")
+        assert proc.poll() is None, _log(log_file)  # still trying, not exited
+        status, body = get(f"http://127.0.0.1:{metrics}/healthz")
+        assert status == 503 and body.startswith(
+            f"not connected to ZooKeeper: cannot connect to ZooKeeper at '{zk_connect}'"), body
+        holder.close()
+        server = ZooKeeperServer(tmp_path / "zk", port=port)
+        server.start()
+        dev_broker(num_partitions=2, zk=zk_connect)
+        produce(zk_connect, "ev", _values("z", 300), chunk=10)
+        assert _copied(tansu.bootstrap, "ev", 300) == _values("z", 300)  # each once
+        wait_until(lambda: get(f"http://127.0.0.1:{metrics}/healthz") == (200, "ok\n"),
+                   timeout=30, what="healthy once joined")
+        _stop(proc, log_file)
+    finally:
+        _kill(proc)
+        holder.close()
+        if server is not None:
+            server.stop()
+
+
+def _dead_member(zk_session_factory: Callable[..., ZkSession]) -> ZkSession:
+    """A member that was kill -9'd: its registration and owner znodes live on with its
+    session (never closed here until the test says the session ended)."""
+    dead = zk_session_factory()
+    assert dead.create_ephemeral_expect_conflict(f"/consumers/{GROUP}/ids/{DEAD}",
+                                                 b'{ "ev": 1 }')
+    for name in ("0-0", "0-1"):
+        assert dead.create_ephemeral_expect_conflict(f"/consumers/{GROUP}/owners/ev/{name}",
+                                                     f"{DEAD}-0".encode())
+    return dead
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_mirror_blocked_by_a_dead_members_owners_retries_then_copies_everything(
+        tmp_path: Path, dev_broker: Any, tansu: Any, zk_connect: str, zk_client: KazooClient,
+        zk_session_factory: Callable[..., ZkSession], mode: str) -> None:
+    dev_broker(num_partitions=2)
+    produce(zk_connect, "ev", _values("c", 200), chunk=10)
+    create_topic(tansu.bootstrap, "ev", 2)
+    dead = _dead_member(zk_session_factory)
+    log_file = tmp_path / "mirror.log"
+    proc = mirror_subprocess(["--zk", zk_connect, "--group", GROUP, "--topic", "ev",
+                              "--to", tansu.url, *FAST, *MODES[mode]], log_file)
+    try:
+        wait_until(lambda: "could not join the group yet" in _log(log_file)
+                   or proc.poll() is not None, timeout=60,
+                   what="the first rebalance failing on the dead member's owners")
+        assert proc.poll() is None, _log(log_file)  # retrying (start_retry), not exited
+        dead.close()  # its session ends: registration and owners vanish, as at expiry
+        produce(zk_connect, "ev", _values("c", 400)[200:], chunk=10)
+        assert _copied(tansu.bootstrap, "ev", 400) == _values("c", 400)  # each once
+        assert zk_client.get_children(f"/consumers/{GROUP}/ids") == [ME]
+        _stop(proc, log_file)
+    finally:
+        _kill(proc)
+
+
+@pytest.mark.parametrize(("connect_ms", "attempts"), [(30000, 0), (500, 1)],
+                         ids=["during-an-attempt", "between-attempts"])
+def test_sigterm_while_waiting_for_zookeeper_exits_0_at_once(
+        tmp_path: Path, tansu: Any, connect_ms: int, attempts: int) -> None:
+    """During a connection attempt (30 s timeout) and in the backoff between attempts."""
+    port = restartable_port()
+    log_file = tmp_path / "mirror.log"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:  # bound, not listening
+        holder.bind(("127.0.0.1", port))
+        proc = mirror_subprocess(
+            ["--zk", f"127.0.0.1:{port}", "--group", GROUP, "--topic", "ev", "--to", tansu.url,
+             "--set", f"zk.connectiontimeout.ms={connect_ms}", *FAST], log_file)
+        try:
+            wait_until(lambda: (f"-> {tansu.url}" in _log(log_file)
+                                and _attempts(_log(log_file)) >= attempts)
+                       or proc.poll() is not None, timeout=60, what="waiting for ZooKeeper")
+            assert proc.poll() is None, _log(log_file)
+            took = _stop(proc, log_file)
+        finally:
+            _kill(proc)
+    print(f"zk.connectiontimeout.ms={connect_ms}: SIGTERM -> exit {took:.3f}s")
+    assert took < 1.0, (took, _log(log_file))
+
+
+def test_sigterm_while_blocked_by_a_dead_member_exits_0_at_once(
+        tmp_path: Path, dev_broker: Any, tansu: Any, zk_connect: str, zk_client: KazooClient,
+        zk_session_factory: Callable[..., ZkSession]) -> None:
+    dev_broker(num_partitions=2)
+    produce(zk_connect, "ev", _values("s", 10), chunk=1)
+    create_topic(tansu.bootstrap, "ev", 2)
+    _dead_member(zk_session_factory)
+    log_file = tmp_path / "mirror.log"
+    proc = mirror_subprocess(["--zk", zk_connect, "--group", GROUP, "--topic", "ev",
+                              "--to", tansu.url, *FAST, "--set", "rebalance.backoff.ms=5000"],
+                             log_file)
+    try:
+        wait_until(lambda: "partitions still owned by others" in _log(log_file)
+                   or proc.poll() is not None, timeout=60,
+                   what="the first rebalance backing off on the dead member's owners")
+        assert proc.poll() is None, _log(log_file)
+        took = _stop(proc, log_file)
+    finally:
+        _kill(proc)
+    print(f"SIGTERM -> exit {took:.3f}s")
+    assert took < 1.0, (took, _log(log_file))
+    assert zk_client.get_children(f"/consumers/{GROUP}/ids") == [DEAD]
