@@ -181,7 +181,8 @@ def test_a_failed_spark_job_becomes_one_line() -> None:
     missing = executor_error(RuntimeError(trace.format(
         error="ModuleNotFoundError: No module named 'zkconsumer'")))
     assert str(missing).startswith("the Spark job failed: ModuleNotFoundError: No module "
-                                   "named 'zkconsumer' (--debug")
+                                   "named 'zkconsumer' (the executors' Python lacks zkconsumer")
+    assert "PYSPARK_PYTHON" in str(missing) and str(missing).endswith("whole trace)")
     assert executor_error(RuntimeError("org.apache.spark.SparkException: no Python")) is None
     from zkconsumer.errors import ConfigurationError
 
