@@ -76,6 +76,22 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(10)
 
 
+def _sigterm_exits_at_once(args: list[str], log_file: Path, waiting: Callable[[str], bool],
+                           what: str) -> None:
+    """Start ``zkconsumer mirror ARGS``; once its log shows it ``waiting`` (and it still
+    runs), SIGTERM it: it must exit 0 within a second."""
+    proc = mirror_subprocess(args, log_file)
+    try:
+        wait_until(lambda: waiting(_log(log_file)) or proc.poll() is not None, timeout=60,
+                   what=what)
+        assert proc.poll() is None, _log(log_file)
+        took = _stop(proc, log_file)
+    finally:
+        _kill(proc)
+    print(f"{what}: SIGTERM -> exit {took:.3f}s")
+    assert took < 1.0, (took, _log(log_file))
+
+
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_mirror_waits_for_zookeeper_then_copies_everything(
         tmp_path: Path, dev_broker: Any, tansu: Any, mode: str) -> None:
@@ -160,22 +176,13 @@ def test_sigterm_while_waiting_for_zookeeper_exits_0_at_once(
         tmp_path: Path, tansu: Any, connect_ms: int, attempts: int) -> None:
     """During a connection attempt (30 s timeout) and in the backoff between attempts."""
     port = restartable_port()
-    log_file = tmp_path / "mirror.log"
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:  # bound, not listening
         holder.bind(("127.0.0.1", port))
-        proc = mirror_subprocess(
+        _sigterm_exits_at_once(
             ["--zk", f"127.0.0.1:{port}", "--group", GROUP, "--topic", "ev", "--to", tansu.url,
-             "--set", f"zk.connectiontimeout.ms={connect_ms}", *FAST], log_file)
-        try:
-            wait_until(lambda: (f"-> {tansu.url}" in _log(log_file)
-                                and _attempts(_log(log_file)) >= attempts)
-                       or proc.poll() is not None, timeout=60, what="waiting for ZooKeeper")
-            assert proc.poll() is None, _log(log_file)
-            took = _stop(proc, log_file)
-        finally:
-            _kill(proc)
-    print(f"zk.connectiontimeout.ms={connect_ms}: SIGTERM -> exit {took:.3f}s")
-    assert took < 1.0, (took, _log(log_file))
+             "--set", f"zk.connectiontimeout.ms={connect_ms}", *FAST], tmp_path / "mirror.log",
+            lambda log: f"-> {tansu.url}" in log and _attempts(log) >= attempts,
+            f"waiting for ZooKeeper (zk.connectiontimeout.ms={connect_ms})")
 
 
 def test_sigterm_while_blocked_by_a_dead_member_exits_0_at_once(
@@ -185,18 +192,9 @@ def test_sigterm_while_blocked_by_a_dead_member_exits_0_at_once(
     produce(zk_connect, "ev", _values("s", 10), chunk=1)
     create_topic(tansu.bootstrap, "ev", 2)
     _dead_member(zk_session_factory)
-    log_file = tmp_path / "mirror.log"
-    proc = mirror_subprocess(["--zk", zk_connect, "--group", GROUP, "--topic", "ev",
-                              "--to", tansu.url, *FAST, "--set", "rebalance.backoff.ms=5000"],
-                             log_file)
-    try:
-        wait_until(lambda: "partitions still owned by others" in _log(log_file)
-                   or proc.poll() is not None, timeout=60,
-                   what="the first rebalance backing off on the dead member's owners")
-        assert proc.poll() is None, _log(log_file)
-        took = _stop(proc, log_file)
-    finally:
-        _kill(proc)
-    print(f"SIGTERM -> exit {took:.3f}s")
-    assert took < 1.0, (took, _log(log_file))
+    _sigterm_exits_at_once(["--zk", zk_connect, "--group", GROUP, "--topic", "ev",
+                            "--to", tansu.url, *FAST, "--set", "rebalance.backoff.ms=5000"],
+                           tmp_path / "mirror.log",
+                           lambda log: "partitions still owned by others" in log,
+                           "the first rebalance backing off on the dead member's owners")
     assert zk_client.get_children(f"/consumers/{GROUP}/ids") == [DEAD]

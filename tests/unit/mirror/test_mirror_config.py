@@ -57,6 +57,7 @@ def test_defaults_and_validation() -> None:
         dict(retry_backoff_ms=1000, retry_backoff_max_ms=10),
         dict(metrics_port=70000),
         dict(topic_map={"a": "b/c"}),
+        dict(startup_timeout=0),  # --startup-timeout: > 0, or no limit (None, the default)
     ]
     for kwargs in bad:
         with pytest.raises(ConfigurationError):
