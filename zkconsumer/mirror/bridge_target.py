@@ -314,20 +314,34 @@ class Kafka07Sink:
     def write_batches(self, batches: Sequence[tuple[str, int, bytes, Mapping[str, int]]]) -> None:
         """`write` for several 0.7 partitions (distinct ``(topic, index)``) at once.
 
-        Every batch gets its own intent first; then each broker takes its batches in one
+        Per broker, every batch gets its own intent first; then the broker takes them in one
         confirmed exchange (`confirmed_produce`: the produces pipelined, each followed by its
         offsets request), so the broker never waits for a round trip of ours between two
         partitions; then each confirmed batch is recorded.  Per partition the protocol is
         `write`'s (intent before the produce, landed after its confirmation); a failure
-        leaves the unconfirmed intents for `_settle`, as `write` does."""
-        by_broker: dict[int, list[tuple[_Slot, BridgeCheckpoint, BridgeIntent, bytes]]] = {}
-        for topic, index, data, sources in batches:
-            slot = self._slot(topic, index)
-            intended = self._intend(slot, data, sources)
-            if intended is not None:
-                by_broker.setdefault(slot.target.broker_id, []).append(
-                    (slot, intended[0], intended[1], data))
-        for broker_id, group in by_broker.items():
+        leaves the unconfirmed intents for `_settle`, as `write` does.
+
+        No deadlock between two members of a group that take turns on shared partitions:
+        intents are taken in one global order (checkpoint path) and held only within one
+        broker's group, and a retry first settles what its failed attempt left, so a member
+        never waits for another while holding an intent the other waits for."""
+        wanted = sorted(((self._slot(topic, index), data, sources)
+                         for topic, index, data, sources in batches), key=lambda w: w[0].path)
+        for slot, _data, _sources in wanted:  # a failed attempt's intents are settled first
+            cp = slot.cp
+            if cp is not None and cp.intent is not None and cp.intent.owner == self.member_id:
+                self._settle(slot)
+        by_broker: dict[int, list[tuple[_Slot, bytes, Mapping[str, int]]]] = {}
+        for slot, data, sources in wanted:
+            by_broker.setdefault(slot.target.broker_id, []).append((slot, data, sources))
+        for broker_id, wanted in by_broker.items():
+            group = []  # the intents right before their broker's exchange: a failure on
+            for slot, data, sources in wanted:  # one broker leaves none on the others
+                intended = self._intend(slot, data, sources)
+                if intended is not None:
+                    group.append((slot, intended[0], intended[1], data))
+            if not group:
+                continue
             try:
                 accepted = confirmed_produce(self._conn(broker_id), tuple(
                     ProduceRequest(slot.topic, slot.target.partition, data)
