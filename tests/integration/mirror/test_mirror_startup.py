@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bridge_helpers import produce_modern, read_07, register_topic, start_bridge
 from fixtures.http import get
 from fixtures.tansu import create_topic, read_partitions
 from fixtures.waiting import wait_until
@@ -198,3 +199,43 @@ def test_sigterm_while_blocked_by_a_dead_member_exits_0_at_once(
                            lambda log: "partitions still owned by others" in log,
                            "the first rebalance backing off on the dead member's owners")
     assert zk_client.get_children(f"/consumers/{GROUP}/ids") == [DEAD]
+
+
+def test_bridge_waits_for_its_07_zookeeper_then_writes_everything(
+        tmp_path: Path, dev_broker: Any, tansu: Any) -> None:
+    """The bridge's 0.7 target: not answering at start is waited for as by the forward
+    mirror (``/healthz``'s reason in ``stats.zk_unreachable``), then every record lands once."""
+    port = restartable_port()
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # bound, not listening
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", port))
+    zk_connect = f"127.0.0.1:{port}"
+    create_topic(tansu.bootstrap, "orders", 2)
+    bridge = start_bridge(tansu.bootstrap, zk_connect, ["orders"],
+                          topic_map={"orders": "orders07"},
+                          target_options={"zk.connectiontimeout.ms": "1000"})
+    server = None
+    try:
+        wait_until(lambda: (bridge.mirror.stats.zk_unreachable or "").startswith(
+            f"cannot connect to ZooKeeper at '{zk_connect}'") or not bridge.alive,
+            timeout=60, what="the bridge waiting for the 0.7 ZooKeeper")
+        assert bridge.alive, bridge.error
+        holder.close()
+        server = ZooKeeperServer(tmp_path / "zk", port=port)
+        server.start()
+        register_topic([dev_broker(num_partitions=2, zk=zk_connect)], "orders07", 2)
+        wait_until(lambda: len(read_07(zk_connect, "orders07")) == 2, timeout=30,
+                   what="the 0.7 topic registered")
+        records = [(None, v) for v in _values("b", 200)]
+        produce_modern(tansu.bootstrap, "orders", records, 2)
+        wait_until(lambda: sum(map(len, read_07(zk_connect, "orders07").values())) >= 200,
+                   timeout=90, what="every record in 0.7")
+        assert bridge.mirror.stats.zk_unreachable is None
+        bridge.stop()
+        got = sorted(v for values in read_07(zk_connect, "orders07").values() for v in values)
+        assert got == _values("b", 200)  # each once
+    finally:
+        bridge.stop()
+        holder.close()
+        if server is not None:
+            server.stop()
