@@ -56,6 +56,16 @@ def _attempts(log: str) -> int:
     return len(re.findall(r"ZooKeeper not answering \(attempt \d+\)", log))
 
 
+def _reserved_port() -> tuple[int, socket.socket]:
+    """A port for a ZooKeeper not started yet: bound, not listening (connections are refused),
+    so nothing else takes it until the test closes the socket and starts the server on it."""
+    port = restartable_port()
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", port))
+    return port, holder
+
+
 def _copied(bootstrap: str, topic: str, n: int) -> list[bytes]:
     got = read_partitions(bootstrap, topic, n, timeout=90)
     return sorted(value for records in got.values() for _, value in records)
@@ -96,10 +106,7 @@ def _sigterm_exits_at_once(args: list[str], log_file: Path, waiting: Callable[[s
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_mirror_waits_for_zookeeper_then_copies_everything(
         tmp_path: Path, dev_broker: Any, tansu: Any, mode: str) -> None:
-    port = restartable_port()
-    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # bound, not listening
-    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    holder.bind(("127.0.0.1", port))
+    port, holder = _reserved_port()
     zk_connect = f"127.0.0.1:{port}"
     create_topic(tansu.bootstrap, "ev", 2)
     log_file = tmp_path / "mirror.log"
@@ -205,10 +212,7 @@ def test_bridge_waits_for_its_07_zookeeper_then_writes_everything(
         tmp_path: Path, dev_broker: Any, tansu: Any) -> None:
     """The bridge's 0.7 target: not answering at start is waited for as by the forward
     mirror (``/healthz``'s reason in ``stats.zk_unreachable``), then every record lands once."""
-    port = restartable_port()
-    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # bound, not listening
-    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    holder.bind(("127.0.0.1", port))
+    port, holder = _reserved_port()
     zk_connect = f"127.0.0.1:{port}"
     create_topic(tansu.bootstrap, "orders", 2)
     bridge = start_bridge(tansu.bootstrap, zk_connect, ["orders"],
