@@ -243,3 +243,22 @@ def test_bridge_waits_for_its_07_zookeeper_then_writes_everything(
         holder.close()
         if server is not None:
             server.stop()
+
+
+def test_startup_timeout_gives_up_with_one_error_line(tmp_path: Path, tansu: Any) -> None:
+    port, holder = _reserved_port()
+    log_file = tmp_path / "mirror.log"
+    with holder:
+        proc = mirror_subprocess(["--zk", f"127.0.0.1:{port}", "--group", GROUP, "--topic",
+                                  "ev", "--to", tansu.url, "--startup-timeout", "3",
+                                  "--set", "zk.connectiontimeout.ms=1000", *FAST], log_file)
+        try:
+            assert proc.wait(60) == 1, _log(log_file)
+        finally:
+            _kill(proc)
+    log = _log(log_file)
+    assert _attempts(log) >= 1
+    last = log.splitlines()[-1]
+    assert re.fullmatch(rf"zkconsumer mirror: error: cannot connect to ZooKeeper at "
+                        rf"'127\.0\.0\.1:{port}' within 1000 ms: .* \(gave up after \d+ "
+                        r"attempts: --startup-timeout\)", last), last
