@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from fixtures.waiting import wait_until
+
 from zkconsumer.mirror.engine import Mirror
 from zkconsumer.producer.producer import Producer
 from zkconsumer.protocol import Compression
@@ -33,11 +35,22 @@ FAST_TARGET = {"request.timeout.ms": "500", "message.timeout.ms": "1500",
 def produce(zk_connect: str, topic: str, payloads: list[bytes], *,
             codec: Compression = Compression.NONE, chunk: int = 50,
             key: str | None = None) -> None:
-    """Write ``payloads`` to the 0.7 cluster in sets of ``chunk`` (one set -> one partition)."""
+    """Write ``payloads`` to the 0.7 cluster in sets of ``chunk`` (one set -> one partition).
+
+    Returns once the broker confirmed every set *and* a broker registered the topic in
+    ZooKeeper: a dev broker registers a new topic after storing its first set, so a test
+    reading the topic's partitions (`log_ends`) right after a first produce could otherwise
+    see none -- and then wait for a mirror to commit "nothing".
+    """
+    from zkconsumer.zk.registry import read_partition_names
+
     with Producer(zk_connect=zk_connect, compression_codec=codec, confirm=True,
                   partitioner="round-robin") as producer:
         for i in range(0, len(payloads), chunk):
             producer.send(topic, payloads[i:i + chunk], key=key)
+    with ZkSession(zk_connect) as session:
+        wait_until(lambda: read_partition_names(session, topic), timeout=30,
+                   what=f"topic {topic} registered in ZooKeeper")
 
 
 def committed(zk_connect: str, group: str, topic: str) -> dict[str, int]:
