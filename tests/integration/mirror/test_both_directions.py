@@ -10,11 +10,32 @@ ZooKeeper as written (loopguard.py), and each counts exactly the other's records
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from bridge_helpers import produce_modern, read_07, register_topic, start_bridge
 from fixtures.tansu import create_topic, read_records
 from fixtures.waiting import wait_until
 from mirror_helpers import committed, log_ends, produce
+
+
+def _wait_for_exactly(side: Callable[[], Counter[bytes]], want: Counter[bytes], what: str,
+                      timeout: float = 90) -> None:
+    """Wait until ``side()`` holds ``want`` exactly; on timeout say what differed last:
+    records missing, records there too often (a loop copies them back), and a sample of each."""
+    last: list[Counter[bytes]] = [Counter()]
+
+    def same() -> bool:
+        last[0] = side()
+        return last[0] == want
+
+    try:
+        wait_until(same, timeout=timeout, what=what)
+    except AssertionError as exc:
+        missing, extra = want - last[0], last[0] - want
+        raise AssertionError(
+            f"{exc}: last read {sum(last[0].values())} of {sum(want.values())} records; "
+            f"{sum(missing.values())} missing (sample {sorted(missing)[:5]}), "
+            f"{sum(extra.values())} extra (sample {sorted(extra)[:5]})") from None
 
 
 def test_both_directions_at_once_copy_nothing_back(zk_connect, dev_broker, tansu,
@@ -45,10 +66,8 @@ def test_both_directions_at_once_copy_nothing_back(zk_connect, dev_broker, tansu
             return Counter(v for values in read_07(zk_connect, "orders").values()
                            for v in values)
 
-        wait_until(lambda: modern_side() == everything, timeout=90,
-                   what="tansu holding both producers' records once")
-        wait_until(lambda: legacy_side() == everything, timeout=90,
-                   what="0.7 holding both producers' records once")
+        _wait_for_exactly(modern_side, everything, "tansu holding both producers' records once")
+        _wait_for_exactly(legacy_side, everything, "0.7 holding both producers' records once")
         # both directions caught up with each other: the forward mirror committed the whole
         # 0.7 log (bridged records included) and the bridge read every forward-mirrored one
         wait_until(lambda: committed(zk_connect, "fwd", "orders") == log_ends(zk_connect,
