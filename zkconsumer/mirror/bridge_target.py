@@ -11,7 +11,10 @@ landed.  So every batch into a 0.7 partition is written in three steps, with a c
 2. **produce**, confirmed (``zkconsumer.client.confirmed_produce``: a produce followed by an
    offsets request on the same connection, so a rejection is seen);
 3. **resolve** -- compare-and-set the checkpoint to ``end = start + size``, ``sources``
-   merged, the range ``[start, end)`` recorded, no intent.
+   merged, the range ``[start, end)`` recorded, no intent.  ``start`` is where the batch
+   *landed*, read back (`Kafka07Sink._located`): another producer's sets may have landed
+   after the end we knew, and a range off by them would make the forward mirror skip their
+   messages and copy ours back.
 
 A crash between 1 and 3 leaves an intent whose owner's member znode
 (``/zkconsumer/bridge/<group>/members/<id>``, ephemeral) vanishes with its session.  Whoever
@@ -23,8 +26,9 @@ partition one batch at a time.
 
 **Shared partitions.**  Any other end -- the flushed end past our own end, or between start
 and start + size -- means another producer writes this partition too.  The checkpoint is
-marked ``shared`` (logged once as a WARNING) and from then on an unresolved intent counts as
-*not* landed: the batch is written again (at-least-once; at most one batch,
+marked ``shared`` (logged once as a WARNING; a batch read back further on than its intent
+says so too); from then on each intent starts at the broker's flushed end, and an unresolved
+intent counts as *not* landed: the batch is written again (at-least-once; at most one batch,
 ``mirror.poll.batch`` messages, duplicated per partition per crash) instead of risking a loss.
 
 The bridge reads checkpoints at claim time (`checkpoint`) to skip source records that are in
@@ -349,8 +353,8 @@ class Kafka07Sink:
             except Exception:
                 self._drop_conn(broker_id)
                 raise  # the intents stay: `_settle` decides whether each landed
-            for slot, cp, intent, _data in group[:accepted]:
-                if not self._store(slot, cp.landed(intent)):
+            for slot, cp, intent, data in group[:accepted]:
+                if not self._store(slot, self._located(slot, cp, intent, data)):
                     raise self.runtime.fail(MirrorError(
                         f"{slot.path}: another bridge member resolved this process's batch "
                         "(its ZooKeeper session expired?); stopping"))
@@ -372,9 +376,60 @@ class Kafka07Sink:
             assert cp is not None
             if all(cp.sources.get(s, -1) >= o for s, o in sources.items()):
                 return None
+            if cp.shared:  # another producer moves the end: start from the broker's, so
+                end = self._flushed_end(slot)  # the intent's range is as near as can be
+                if end > cp.end:
+                    cp = dataclasses.replace(cp, end=end)
             intent = BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
             if self._store(slot, dataclasses.replace(cp, intent=intent)):
                 return cp, intent
+
+    def _located(self, slot: _Slot, cp: BridgeCheckpoint, intent: BridgeIntent,
+                 data: bytes) -> BridgeCheckpoint:
+        """``cp`` with the confirmed batch ``data`` recorded where it *landed*.
+
+        The intent's start is the end as we knew it; another producer's sets may have landed
+        between that and our produce, and then the batch is further on.  Recording the
+        intent's range would make the forward mirror (`zkconsumer.mirror.loopguard`) skip
+        the other producer's messages and copy ours back, so the partition is read from the
+        intent's start, set by set, until ``data`` is found byte for byte (only flushed data
+        is fetchable: waited for up to ``mirror.bridge.flush.wait.ms``).  Found further on:
+        the partition is shared (marked, warned once).  Invariant: a recorded range holds
+        exactly the bytes this bridge wrote."""
+        t = slot.target
+        pos, waited = intent.start, 0.0
+        while True:
+            try:
+                raw = self._reader(t.broker_id).fetch(
+                    slot.topic, t.partition, pos, max_size=len(data) + 65536).messages
+            except Exception:
+                self._drop_conn(t.broker_id)
+                raise  # the intent stays: `_settle` decides whether it landed
+            i = 0
+            while i + 4 <= len(raw):
+                if len(raw) - i < len(data) and data.startswith(raw[i:]):
+                    break  # maybe ours, cut by the fetch size or not all flushed: read on
+                if raw[i:i + len(data)] == data:
+                    start = pos + i
+                    if start == intent.start:
+                        return cp.landed(intent)
+                    if not cp.shared:
+                        self._warn_shared(slot, f"batch landed at {start}, not {intent.start}")
+                    return dataclasses.replace(cp, shared=True).landed(
+                        dataclasses.replace(intent, start=start))
+                size = 4 + int.from_bytes(raw[i:i + 4], "big")
+                if i + size > len(raw):
+                    break
+                i += size
+            pos += i
+            if i == 0:  # nothing new flushed yet past pos
+                if waited >= self.flush_wait:
+                    raise MirrorError(f"{slot.path}: the confirmed batch at or after "
+                                      f"{intent.start} was not readable within "
+                                      f"{self.flush_wait}s; retrying")
+                if self.runtime.wait(0.02):
+                    raise Stopped("stopped while locating a bridge batch")
+                waited += 0.02
 
     # -- connections --------------------------------------------------------------------------
 
@@ -402,13 +457,17 @@ class Kafka07Sink:
         if reader is not None:
             reader.close()
 
+    def _reader(self, broker_id: int) -> SimpleConsumer:
+        reader = self._readers.get(broker_id)
+        if reader is None:
+            host, port = self._address(broker_id)
+            reader = self._readers[broker_id] = SimpleConsumer(
+                host, port, socket_timeout=self.config.socket_timeout_ms / 1000.0)
+        return reader
+
     def _flushed_end(self, slot: _Slot) -> int:
         target = slot.target
-        reader = self._readers.get(target.broker_id)
-        if reader is None:
-            host, port = self._address(target.broker_id)
-            reader = self._readers[target.broker_id] = SimpleConsumer(
-                host, port, socket_timeout=self.config.socket_timeout_ms / 1000.0)
+        reader = self._reader(target.broker_id)
         try:
             return reader.latest_offset(slot.topic, target.partition)
         except Exception:
