@@ -121,3 +121,24 @@ def test_two_members_take_turns_on_one_partition(zk_connect, sinks) -> None:
     cp = make().checkpoint("t07", 0)
     assert cp.sources == {"src/0": 2, "src/1": 3} and not cp.shared and cp.intent is None
     assert cp.ranges == ((0, cp.end),)
+
+
+def test_a_batch_after_another_producers_is_recorded_where_it_landed(zk_connect,
+                                                                      sinks) -> None:
+    """The forward mirror skips exactly the recorded ranges (loopguard.py): a range left at
+    the end the sink knew, before another producer's sets, would skip that producer's
+    messages and let the bridged ones be mirrored back."""
+    make, broker = sinks
+    sink = make()
+    a = sink.encode("t07", [b"a"])
+    sink.write("t07", 0, a, {"src/0": 1})
+    x = encode_message_set([b"x", b"y"])
+    with BrokerConnection(broker.host, broker.port) as conn:  # after the sink's last check
+        raw_produce(conn, "t07", 0, x, confirm=True)
+    b = sink.encode("t07", [b"b", b"c"])
+    sink.write("t07", 0, b, {"src/0": 3})
+    assert read_07(zk_connect, "t07")["0-0"] == [b"a", b"x", b"y", b"b", b"c"]
+    cp = make().checkpoint("t07", 0)
+    start = len(a) + len(x)
+    assert cp.ranges == ((0, len(a)), (start, start + len(b)))
+    assert cp.shared and cp.end == start + len(b) and cp.sources == {"src/0": 3}
