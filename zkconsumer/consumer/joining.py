@@ -39,9 +39,14 @@ from zkconsumer.consumer.group import GroupConsumer
 from zkconsumer.errors import RebalanceFailedError, ZkConsumerError
 from zkconsumer.zk.startup import start_when_reachable
 
-__all__ = ["StartGuard", "join_group"]
+__all__ = ["STARTUP_TIMEOUT_HELP", "StartGuard", "join_group"]
 
 log = logging.getLogger(__name__)
+
+#: ``--help`` of ``--startup-timeout``, one text for every long-running command that joins.
+STARTUP_TIMEOUT_HELP = ("at start, keep trying to reach ZooKeeper (with backoff, each attempt "
+                        "logged, /healthz 503) for at most S seconds, then exit 1 "
+                        "(default: no limit)")
 
 
 class StartGuard:

@@ -18,6 +18,7 @@ import time
 from types import FrameType
 from typing import Any
 
+from zkconsumer.consumer.joining import STARTUP_TIMEOUT_HELP
 from zkconsumer.daemon.config import build_config
 from zkconsumer.daemon.formats import FORMATS, VALUE_ENCODINGS
 from zkconsumer.daemon.runner import Daemon
@@ -108,9 +109,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "messages, closing the sink (an exec command's processes get SIGTERM, "
                         "then SIGKILL), the final commit, leaving the group (default 10)")
     o.add_argument("--startup-timeout", type=float, metavar="S",
-                   help="at start, keep trying to reach ZooKeeper (with backoff, each attempt "
-                        "logged, /healthz 503) for at most S seconds, then exit 1 "
-                        "(default: no limit)")
+                   help=STARTUP_TIMEOUT_HELP)
     o.add_argument("--revoke-timeout", type=float, default=5.0, metavar="S",
                    help="on rebalance, how long to wait for in-flight messages (default 5)")
     o.add_argument("--metrics-port", type=int, metavar="P",

@@ -26,6 +26,7 @@ import logging
 import sys
 from typing import Any
 
+from zkconsumer.consumer.joining import STARTUP_TIMEOUT_HELP
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.properties import load_properties, parse_settings
 from zkconsumer.zk.security_config import add_zk_security_arguments, zk_security_from
@@ -116,9 +117,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress", action="store_true",
                         help="print a progress line on stderr")
     parser.add_argument("--startup-timeout", type=float, metavar="S",
-                        help="at start, keep trying to reach ZooKeeper (with backoff, each "
-                             "attempt logged, /healthz 503) for at most S seconds, then exit 1 "
-                             "(default: no limit)")
+                        help=STARTUP_TIMEOUT_HELP)
     parser.add_argument("--at-least-once", action="store_true",
                         help="kafka:// target without transactions: commit after in-order "
                              "acks (duplicates after a crash); default is exactly-once")
