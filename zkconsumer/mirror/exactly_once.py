@@ -143,7 +143,8 @@ class ExactlyOnceMirror(SourceGroupEngine):
     def _start(self) -> None:
         self._ensure_checkpoint_topic()
         if self.view is not None:
-            self._guard = LoopGuard(self.view)
+            self._guard = LoopGuard(self.view, wait=self.runtime.wait,
+                                    wait_limit=self.config.flush_wait_ms / 1000.0)
         self._join_source()
         self._started = True
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from zkconsumer.mirror.loopguard import LoopGuard, inside
+from zkconsumer.mirror.runtime import Stopped
 from zkconsumer.zk.paths import BridgeCheckpoint, BridgeIntent
 
 
@@ -34,13 +39,35 @@ def test_no_bridge_costs_one_read_per_topic_per_poll() -> None:
     assert zk.reads == 2
 
 
+class Clock:
+    """A clock that only moves when the guard waits; ``on_wait`` may change the tables."""
+
+    def __init__(self, on_wait: Callable[[int], None] = lambda n: None,
+                 stop_after: int | None = None) -> None:
+        self.now = 0.0
+        self.waits = 0
+        self.on_wait = on_wait
+        self.stop_after = stop_after
+
+    def wait(self, seconds: float) -> bool:
+        self.now += seconds
+        self.waits += 1
+        self.on_wait(self.waits)
+        return self.stop_after is not None and self.waits >= self.stop_after
+
+
+def guard_with(zk: Tables, clock: Clock, limit: float = 10.0) -> LoopGuard:
+    return LoopGuard(zk, wait_limit=limit, wait=clock.wait, clock=lambda: clock.now)
+
+
 def test_ranges_and_the_batch_in_flight_are_skipped() -> None:
     zk = Tables()
     zk.cps[("t", "0-0")] = [BridgeCheckpoint(300, ranges=((100, 300),),
                                              intent=BridgeIntent("m", 300, 50, {}))]
-    guard = LoopGuard(zk)
+    clock = Clock()
+    guard = guard_with(zk, clock, limit=0.5)
     guard.new_poll()
-    ranges = guard.ranges("t", "0-0", 320)
+    ranges = guard.ranges("t", "0-0", 320)  # its bridge never resolves it: used as it stands
     assert ranges == [(100, 300), (300, 350)]
     assert [o for o in (0, 99, 100, 299, 300, 349, 350) if inside(ranges, o)] == [100, 299,
                                                                                    300, 349]
@@ -59,3 +86,61 @@ def test_new_data_past_what_was_verified_is_checked_again() -> None:
     # a rewind (rebalance) to old offsets uses what is known, without reading
     reads = zk.reads
     assert guard.ranges("t", "0-0", 20) == [(0, 200)] and zk.reads == reads
+
+
+def test_a_batch_in_flight_is_waited_for_and_recorded_where_it_landed() -> None:
+    """Another producer's 30 bytes landed at 300 before the bridge's 50-byte batch, which the
+    bridge read back at 330.  The intent said 300-350: trusting it would skip the other
+    producer's messages (300-329) and copy the bridged 350-379 back."""
+    zk = Tables()
+    key = ("t", "0-0")
+    zk.cps[key] = [BridgeCheckpoint(300, ranges=((0, 300),),
+                                    intent=BridgeIntent("m", 300, 50, {}))]
+
+    def resolve(n: int) -> None:
+        if n == 3:  # the bridge's read-back found the batch at 330
+            zk.cps[key] = [BridgeCheckpoint(380, ranges=((0, 300), (330, 380)), shared=True)]
+
+    clock = Clock(resolve)
+    guard = guard_with(zk, clock)
+    guard.new_poll()
+    ranges = guard.ranges("t", "0-0", 379)
+    assert ranges == [(0, 300), (330, 380)]
+    assert [o for o in (299, 300, 329, 330, 379) if inside(ranges, o)] == [299, 330, 379]
+    assert guard.waits == 3 and clock.now < 0.1
+
+
+def test_an_intent_the_poll_does_not_reach_costs_no_wait() -> None:
+    zk = Tables()
+    zk.cps[("t", "0-0")] = [BridgeCheckpoint(300, ranges=((0, 300),),
+                                             intent=BridgeIntent("m", 300, 50, {}))]
+    clock = Clock()
+    guard = guard_with(zk, clock)
+    guard.new_poll()
+    assert guard.ranges("t", "0-0", 299) == [(0, 300), (300, 350)]
+    assert clock.waits == 0
+
+
+def test_an_intent_never_resolved_is_waited_for_once(caplog: pytest.LogCaptureFixture) -> None:
+    zk = Tables()
+    zk.cps[("t", "0-0")] = [BridgeCheckpoint(300, ranges=((0, 300),),
+                                             intent=BridgeIntent("dead", 300, 50, {}))]
+    clock = Clock()
+    guard = guard_with(zk, clock, limit=2.0)
+    guard.new_poll()
+    assert guard.ranges("t", "0-0", 320) == [(0, 300), (300, 350)]
+    assert 2.0 <= clock.now < 2.2
+    assert "was not resolved within 2.0s" in caplog.text
+    waits = clock.waits
+    guard.new_poll()
+    assert guard.ranges("t", "0-0", 349) == [(0, 300), (300, 350)]
+    assert clock.waits == waits  # the same intent is not waited for again
+
+
+def test_a_stop_while_waiting_ends_the_poll() -> None:
+    zk = Tables()
+    zk.cps[("t", "0-0")] = [BridgeCheckpoint(300, intent=BridgeIntent("m", 300, 50, {}))]
+    guard = guard_with(zk, Clock(stop_after=2))
+    guard.new_poll()
+    with pytest.raises(Stopped):
+        guard.ranges("t", "0-0", 310)
