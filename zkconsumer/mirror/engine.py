@@ -29,7 +29,8 @@ Guarantees (docs/mirror.md):
   to ``revoke_timeout_ms`` for the revoked partitions' in-flight sends, acknowledges their
   acknowledged prefix, and forgets the rest -- the next owner replays it.
 * **No loops.**  Messages a bridge wrote into 0.7 (`zkconsumer.mirror.loopguard`) are
-  acknowledged and not sent.
+  acknowledged and not sent -- neither on the first send nor on a resend after a failure
+  (`_recover` asks the guard again for every resent run).
 * **Shutdown** (`stop`, e.g. from SIGTERM): stop consuming, wait up to
   ``shutdown_timeout_ms`` for in-flight acks, acknowledge, commit, close.
 
@@ -217,12 +218,18 @@ class Mirror(SourceGroupEngine):
             guard.new_poll()
         tracker = self._tracker
         for state, decoded, start, end in batch.runs():
-            bridged = [] if guard is None else guard.ranges(
-                state.topic, state.name, decoded[end - 1][0])
+            run = _Run(state, decoded, start, end)
+            bridged = self._bridged(run)
             size = sum(len(decoded[i][2]) for i in range(start, end))
-            entry = tracker.add(state.key, _Run(state, decoded, start, end), None, size,
-                                end - start)
+            entry = tracker.add(state.key, run, None, size, end - start)
             self._dispatch(entry, bridged)
+
+    def _bridged(self, run: _Run) -> list[tuple[int, int]]:
+        """The loop guard's bridge ranges that may hold ``run``'s offsets ([] without one)."""
+        guard = self._guard
+        if guard is None:
+            return []
+        return guard.ranges(run.state.topic, run.state.name, run.decoded[run.end - 1][0])
 
     def _items(self, run: _Run, bridged: list[tuple[int, int]]) -> list[RunItem]:
         """The run's messages as ``(value, partition, key)``, bridged ones left out."""
@@ -241,7 +248,10 @@ class Mirror(SourceGroupEngine):
             items.append((value, r.partition, r.key))
         return items
 
-    def _dispatch(self, entry: Entry[_Run, None], bridged: list[tuple[int, int]]) -> None:
+    def _dispatch(self, entry: Entry[_Run, None], bridged: list[tuple[int, int]] | None
+                  ) -> None:
+        """Send ``entry``'s run without its ``bridged`` ranges (None: ask the loop guard now;
+        a failure to ask fails the run, which is then retried like a failed delivery)."""
         run = entry.message
         attempt = entry.attempt
         tracker = self._tracker
@@ -258,7 +268,7 @@ class Mirror(SourceGroupEngine):
             tracker.fail(entry, attempt, exc)
 
         try:
-            items = self._items(run, bridged)
+            items = self._items(run, self._bridged(run) if bridged is None else bridged)
             looped = run.end - run.start - len(items)
             if looped:
                 stats.add("looped", looped)
@@ -321,8 +331,10 @@ class Mirror(SourceGroupEngine):
             entries = tracker.take_retry()
             log.info("resending %d messages from the first failure of each partition",
                      sum(e.weight for e in entries))
+            if self._guard is not None:
+                self._guard.new_poll()
             for entry in entries:
-                self._dispatch(entry, [])
+                self._dispatch(entry, None)  # None: ask the guard again (no loops on a resend)
         for key in failing:
             lane = self._lanes.get(key)
             if lane is not None and lane.live:
