@@ -15,9 +15,10 @@ same run:
   source partition, checkpoints, preserve partitioning) from 0.7 into tansu, timed from the
   end of the claim (group join, fencing, checkpoint reads) until every message is in a
   committed transaction; ``mirror at-least-once`` -- the same
-  with ``--at-least-once``, and ``mirror at-least-once non-idempotent`` -- the same with
-  ``target.enable.idempotence=false`` (tansu takes an idempotent producer that is not
-  transactional markedly slower than a transactional one: see the ``producer`` line);
+  with ``--at-least-once`` (``mirror.target.producers`` at its default: one idempotent
+  producer; on two cores with tansu local the mirror is CPU-bound and a larger pool measured
+  slower), and ``mirror at-least-once non-idempotent`` -- the same with
+  ``target.enable.idempotence=false`` (what idempotence costs on tansu);
 * ``mirror kafka07`` -- the same 0.7 topic into a second 0.7 cluster (``--to kafka07://``, a
   dev broker registered under another chroot; at-least-once, zkconsumer's confirmed producer);
 * with ``--reverse``, the bridge (``mirror --from kafka://``): ``producer 07 confirmed`` --

@@ -31,6 +31,9 @@ Guarantees (docs/mirror.md):
 * **No loops.**  Messages a bridge wrote into 0.7 (`zkconsumer.mirror.loopguard`) are
   acknowledged and not sent -- neither on the first send nor on a resend after a failure
   (`_recover` asks the guard again for every resent run).
+* **Order per source partition.**  Each run is sent with its source partition as the
+  target's ordering stream (`Target.send_run`): a ``kafka://`` target's producer pool keeps
+  one partition's runs on one producer.
 * **Shutdown** (`stop`, e.g. from SIGTERM): stop consuming, wait up to
   ``shutdown_timeout_ms`` for in-flight acks, acknowledge, commit, close.
 
@@ -273,7 +276,8 @@ class Mirror(SourceGroupEngine):
             if looped:
                 stats.add("looped", looped)
             stats.add("sent", len(items))
-            self.target.send_run(self._router.target_topic(run.state.topic), items, done)
+            self.target.send_run(self._router.target_topic(run.state.topic), items, done,
+                                 stream=run.state.key)
         except TargetError as exc:
             tracker.fail(entry, attempt, exc)  # settled, so shutdown does not wait for it
             raise

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ConfigurationError, MessageTooLargeError, TargetError
@@ -137,10 +137,12 @@ class Kafka07Target:
     # -- data ---------------------------------------------------------------------------------
 
     def send(self, topic: str, value: bytes, partition: int | None, key: bytes | None,
-             on_done: DoneCallback) -> None:
+             on_done: DoneCallback, *, stream: Hashable = None) -> None:
         self.send_run(topic, [(value, partition, key)], on_done)
 
-    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback) -> None:
+    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback, *,
+                 stream: Hashable = None) -> None:
+        # ``stream`` needs nothing here: one sender thread keeps every run in queue order.
         values = [(value, _routing(partition, key)) for value, partition, key in items]
         with self._cond:
             if self._closed:

@@ -43,7 +43,8 @@ def exactly_once(config: MirrorConfig) -> bool:
 def make_target(config: MirrorConfig, *, client_id: str = "zkconsumer-mirror") -> Target:
     """The target client named by ``config.target`` (not connected yet)."""
     if config.target.kind == "kafka":
-        return KafkaTarget(config.target.bootstrap, config.target_options, client_id=client_id)
+        return KafkaTarget(config.target.bootstrap, config.target_options, client_id=client_id,
+                           producers=config.target_producers)
     from zkconsumer.mirror.kafka07 import Kafka07Target
 
     assert config.target.zk_connect is not None  # TargetSpec.parse guarantees it

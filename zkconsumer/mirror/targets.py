@@ -14,7 +14,9 @@ Contract of `Target.send` (one message) and `Target.send_run` (the messages of o
 partition run, ``(value, partition or None, key or None)`` each): the outcome is reported
 exactly once -- for a run, once for all of it, failed if any message failed -- through
 ``on_done(None)`` or ``on_done(exc)``, possibly from another thread, possibly before it
-returns.  Transient
+returns.  ``stream`` names the ordering stream (the engine passes the run's source partition):
+messages of one stream reach each target partition in the order sent; messages of different
+streams have no mutual order.  Transient
 problems (broker down, timeouts, a rebuilt client) are reported through ``on_done``; only a
 condition retrying cannot cure raises `TargetError` synchronously.
 
@@ -24,27 +26,33 @@ condition retrying cannot cure raises `TargetError` synchronously.
   (the Java client's key hash), auto-creation off.  ``target.*`` options are librdkafka
   properties and may override anything but the bootstrap list, the partitioner and
   ``transactional.id``;
-* librdkafka calls delivery callbacks only from ``poll``/``flush`` on the calling thread: a
-  dedicated *poll thread* per producer serves them, so the engine's tracker hears of
-  acknowledgements while the mirror loop is busy polling the source;
+* a pool of ``mirror.target.producers`` producers (default 1; `zkconsumer.mirror.producer_pool`
+  says when more help).  A stream is bound to one producer for good, so each source
+  partition's messages stay in order; each producer has a *poll thread* serving its delivery
+  callbacks (librdkafka calls them only from ``poll``/``flush``), so the engine's tracker
+  hears of acknowledgements while the mirror loop is busy polling the source;
 * if the target refuses idempotence (a pre-0.11 broker, or ``target.acks`` other than
   ``all``) we log a WARNING once and rebuild without it -- acks=all still holds, but a
-  client-internal retry may then write a duplicate;
-* `reset` throws the producer away: after an outage the broker may have forgotten our
-  producer id, and a fresh producer is the cure.  Topic existence and partition counts come
-  from the admin client's DescribeTopics, because a metadata request auto-creates topics on
-  some brokers (tansu does, even when asked not to).
+  client-internal retry may then write a duplicate.  The refusal is seen by building the
+  first producer (configuration) or by any producer's error (broker): either way every
+  producer built afterwards is non-idempotent, and the engine's `reset` rebuilds them all;
+* `reset` throws every producer away: after an outage the broker may have forgotten our
+  producer ids, and fresh producers are the cure; `close` flushes and closes every one.
+  Topic existence and partition counts come from the admin client's DescribeTopics, because
+  a metadata request auto-creates topics on some brokers (tansu does, even when asked not
+  to).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from zkconsumer.errors import ConfigurationError, TargetError
 from zkconsumer.extras import require
+from zkconsumer.mirror.producer_pool import ProducerPool
 from zkconsumer.mirror.routing import murmur2_partition
 
 __all__ = ["DoneCallback", "KafkaAdmin", "KafkaTarget", "RunItem", "Target",
@@ -79,8 +87,9 @@ class Target(Protocol):
     def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None: ...
     def hash_partition(self, data: bytes, n: int) -> int: ...
     def send(self, topic: str, value: bytes, partition: int | None, key: bytes | None,
-             on_done: DoneCallback) -> None: ...
-    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback) -> None: ...
+             on_done: DoneCallback, *, stream: Hashable = None) -> None: ...
+    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback, *,
+                 stream: Hashable = None) -> None: ...
     def flush(self, timeout: float) -> bool: ...
     def reset(self) -> None: ...
     def close(self, timeout: float = 5.0) -> None: ...
@@ -193,17 +202,14 @@ class KafkaTarget:
     """A ``kafka://`` target for the at-least-once engine (see module docstring)."""
 
     def __init__(self, bootstrap: Iterable[str], options: Mapping[str, str] | None = None,
-                 *, client_id: str = "zkconsumer-mirror") -> None:
+                 *, client_id: str = "zkconsumer-mirror", producers: int = 1) -> None:
         self.bootstrap = list(bootstrap)
         self.description = "kafka://" + ",".join(self.bootstrap)
         opts = kafka_producer_options(options or {})
         self._idempotent = opts.pop("enable.idempotence", "true").lower() not in ("false", "0")
         self._options = opts
         self._client_id = client_id
-        self._lock = threading.Lock()
-        self._producer: Any = None
-        self._poller: threading.Thread | None = None
-        self._poll_stop: threading.Event | None = None
+        self._pool = ProducerPool(producers, self._build)
         self._admin: KafkaAdmin | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -229,26 +235,14 @@ class KafkaTarget:
             return Producer(conf)
 
     def open(self) -> None:
-        """Build the producer and its poll thread (idempotent if the target allows)."""
-        with self._lock:
-            if self._producer is not None:
-                return
-            producer = self._build()
-            stop = threading.Event()
-            poller = threading.Thread(target=self._poll_loop, args=(producer, stop),
-                                      name="mirror-target-poll", daemon=True)
-            self._producer, self._poll_stop, self._poller = producer, stop, poller
-            poller.start()
-
-    @staticmethod
-    def _poll_loop(producer: Any, stop: threading.Event) -> None:
-        # Delivery callbacks run here (librdkafka serves them only from poll/flush).
-        while not stop.is_set():
-            producer.poll(0.05)
+        """Build the producers and their poll threads (idempotent if the target allows:
+        the fallback happens while building the first one, so the pool is never mixed)."""
+        self._pool.open()
 
     def check_idempotence_error(self, name: str, text: str) -> bool:
         """A librdkafka error named ``name`` that means "no idempotence here" turns it off
-        for the next producer (the engine rebuilds after a failure); True if it did."""
+        for the next producers (the engine resets the whole pool after a failure); True if it
+        did."""
         if self._idempotent and name in _NO_IDEMPOTENCE:
             self._disable_idempotence(text)
             return True
@@ -266,46 +260,27 @@ class KafkaTarget:
     def idempotent(self) -> bool:
         return self._idempotent
 
+    @property
+    def producers(self) -> tuple[Any, ...]:
+        """The pool's current producers (empty when not open)."""
+        return self._pool.producers
+
     def _admin_client(self) -> KafkaAdmin:
         if self._admin is None:
             self._admin = KafkaAdmin(self.bootstrap, self._options,
                                      client_id=self._client_id + "-admin")
         return self._admin
 
-    def _detach(self) -> tuple[Any, threading.Event | None, threading.Thread | None]:
-        with self._lock:
-            detached = (self._producer, self._poll_stop, self._poller)
-            self._producer = self._poll_stop = self._poller = None
-            self._admin = None
-        return detached
-
     def reset(self) -> None:
-        """Discard the producer (and admin client); the next `open`/`send` builds new ones.
-        Messages still queued in the old producer are purged: their callbacks report
-        failures, which the engine resends."""
-        producer, stop, poller = self._detach()
-        if producer is None:
-            return
-        try:
-            producer.purge()
-            producer.flush(0)  # serves the purged messages' failure callbacks
-        except Exception as exc:  # a broken producer must not stop the retry
-            log.debug("purging target producer: %r", exc)
-        if stop is not None and poller is not None:
-            stop.set()
-            poller.join(5)
+        """Discard every producer (and the admin client); the next `open`/`send` builds new
+        ones.  Messages still queued are purged: their callbacks report failures, which the
+        engine resends."""
+        self._admin = None
+        self._pool.reset()
 
     def close(self, timeout: float = 5.0) -> None:
-        producer, stop, poller = self._detach()
-        if producer is None:
-            return
-        if stop is not None and poller is not None:
-            stop.set()
-            poller.join(5)
-        remaining = producer.flush(timeout)
-        if remaining:
-            producer.purge()
-            producer.flush(0)
+        self._admin = None
+        self._pool.close(timeout)
 
     # -- topics -------------------------------------------------------------------------------
 
@@ -321,23 +296,25 @@ class KafkaTarget:
     # -- data ---------------------------------------------------------------------------------
 
     def send(self, topic: str, value: bytes, partition: int | None, key: bytes | None,
-             on_done: DoneCallback) -> None:
-        self.send_run(topic, [(value, partition, key)], on_done)
+             on_done: DoneCallback, *, stream: Hashable = None) -> None:
+        self.send_run(topic, [(value, partition, key)], on_done, stream=stream)
 
-    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback) -> None:
-        """The batch path: ``produce`` per message straight into librdkafka, one shared
-        countdown for the run's delivery reports (served by the poll thread)."""
+    def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback, *,
+                 stream: Hashable = None) -> None:
+        """The batch path: ``produce`` per message straight into ``stream``'s producer, one
+        shared countdown for the run's delivery reports (served by its poll thread)."""
         from confluent_kafka import KafkaError, KafkaException
 
         run = _RunCountdown(len(items), on_done, self.check_idempotence_error)
         delivered = run.delivered
-        producer = self._producer
+        pool = self._pool
+        producer = pool.producer(stream)
         for i, (value, partition, key) in enumerate(items):
             while True:
                 try:
                     if producer is None:
-                        self.open()
-                        producer = self._producer
+                        pool.open()
+                        producer = pool.producer(stream)
                         continue
                     producer.produce(topic, value, key, -1 if partition is None else partition,
                                      on_delivery=delivered)
@@ -355,10 +332,7 @@ class KafkaTarget:
                     return
 
     def flush(self, timeout: float) -> bool:
-        producer = self._producer
-        if producer is None:
-            return True
-        return int(producer.flush(timeout)) == 0
+        return self._pool.flush(timeout)
 
 
 class _RunCountdown:

@@ -117,3 +117,13 @@ def test_a_resent_run_still_leaves_out_what_a_bridge_wrote() -> None:
     assert mirror.stats.snapshot()["looped"] == 6  # three on the send, three on the resend
     mirror._ack()
     assert group.acked == [("t", 100)]  # bridged ones are acknowledged, not copied
+
+
+def test_every_run_is_sent_with_its_source_partition_as_the_stream() -> None:
+    target = FlakyTarget(failures=0)
+    mirror, _group = _mirror(target)
+    a = PartitionState("t", 0, 0, "x", 0, None, 1 << 20)
+    b = PartitionState("t", 0, 1, "x", 0, None, 1 << 20)
+    mirror._send(MessageBatch([(a, [(0, 10, b"a0")], 0, 1), (b, [(0, 10, b"b0")], 0, 1),
+                               (a, [(10, 20, b"a1")], 0, 1)]))
+    assert target.streams == [("t", "0-0"), ("t", "0-1"), ("t", "0-0")]
