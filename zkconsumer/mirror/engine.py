@@ -179,7 +179,8 @@ class Mirror(SourceGroupEngine):
         self.runtime.retrying(f"connecting to target {self.target.description}",
                               self.target.open)
         if self.view is not None:
-            self._guard = LoopGuard(self.view)
+            self._guard = LoopGuard(self.view, wait=self.runtime.wait,
+                                    wait_limit=self.config.flush_wait_ms / 1000.0)
         self._join_source()
         self._started = True
 
