@@ -5,7 +5,7 @@ requests in flight (idempotence's bound, which keeps order per partition across 
 where that window is the limit -- a distant or slow target -- several producers are not
 bound by one window.  ``mirror.target.producers`` sets the pool's size.  It defaults to 1
 because on a local tansu (issue 19) the window was not the limit: the mirror is CPU-bound
-there, and 4 producers measured about 7 % (100 B) and 17 % (1 KiB) slower than one
+there, and 4 producers measured about 7 % (100 B) and 11 % (1 KiB) slower than one
 (docs/mirror.md).
 
 Invariants:
