@@ -312,6 +312,7 @@ class ExactlyOnceMirror(SourceGroupEngine):
         n = size = looped = 0
         partition, key = (-1, None) if fixed is None else (fixed, None)
         track: Delivery | None = lane.track
+        pending = tuple.__new__  # a Pending without NamedTuple's Python-level __new__ (hot)
         for i in range(start, end):
             o, nxt, value = decoded[i]
             if o == offset:
@@ -331,7 +332,7 @@ class ExactlyOnceMirror(SourceGroupEngine):
                 r = route(lane.topic, lane.partition, value)
                 partition = -1 if r.partition is None else r.partition
                 key = r.key
-            append(Pending(o, nxt, index, value, partition, key))
+            append(pending(Pending, (o, nxt, index, value, partition, key)))
             hdrs = headers(source, o, index)
             if lane.failed is not None:
                 pass  # buffered: the recovery at the next commit resends it
