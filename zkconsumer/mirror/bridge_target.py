@@ -409,7 +409,7 @@ class Kafka07Sink:
             while i + 4 <= len(raw):
                 if len(raw) - i < len(data) and data.startswith(raw[i:]):
                     break  # maybe ours, cut by the fetch size or not all flushed: read on
-                if raw[i:i + len(data)] == data:
+                if raw.startswith(data, i):  # compared in place: no copy per set
                     start = pos + i
                     if start == intent.start:
                         return cp.landed(intent)
