@@ -19,13 +19,21 @@ C is the CPU seconds *this process* (the consumer) spent per million messages.  
 reference (issue 14).  The broker is
 a subprocess (``python -m zkconsumer broker``) unless ``--in-process``, so its ``sendfile``
 work does not share this process's GIL and is not in C.
+
+``--busy-thread`` runs a pure-Python thread computing beside the fetch loop for the whole
+run -- an application's own work in the consumer's process.  The fetch then shares the
+interpreter, and what it costs is mostly how often the fetch must take the GIL back after a
+socket call (`zkconsumer.client.connection`); C then includes the busy thread's CPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +71,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="only this decoder path (repeatable; default: both)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the broker in this process (it then shares the GIL)")
+    parser.add_argument("--busy-thread", action="store_true",
+                        help="run a pure-Python thread computing beside the fetch loop (an "
+                             "application's work sharing the GIL)")
     parser.epilog = ("examples:\n  zkconsumer bench fetch --size 100B --codec none --kind columns\n"
                      "  zkconsumer bench fetch --mb 8 --seconds 1 --path compiled\n\n"
                      "exit status: 0 done, 1 error, 2 usage")
@@ -110,6 +121,29 @@ def run_case(consumer: SimpleConsumer, topic: str, expected: int, kind: str,
             return total / elapsed, (time.process_time() - cpu_start) / total
 
 
+@contextlib.contextmanager
+def busy_thread(on: bool) -> Iterator[None]:
+    """With ``on``, a thread spinning in Python bytecode (holding the GIL whenever it can)
+    until the block ends."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        x = 0
+        while not stop.is_set():
+            for i in range(1000):
+                x += i
+
+    thread = threading.Thread(target=spin, name="bench-busy", daemon=True)
+    if on:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if on:
+            thread.join()
+
+
 def main(args: argparse.Namespace) -> int:
     codecs = args.codec or ["none", "gzip", "snappy"]
     sizes = args.size or list(SIZES)
@@ -131,6 +165,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"# dev broker ({kind_text}); fetch size {args.fetch_size}, {args.mb} MB per "
                   f"case, compressed wrappers of {args.wrap}", flush=True)
             print(f"# decoder: {accel.IMPLEMENTATION} by default; {accel.REASON}", flush=True)
+            if args.busy_thread:
+                print("# a busy pure-Python thread runs beside every fetch loop", flush=True)
             consumer = SimpleConsumer(broker.host, broker.port, fetch_size=args.fetch_size,
                                       max_fetch_size=max(args.fetch_size, 16 << 20),
                                       buffer_size=4 << 20)
@@ -146,7 +182,7 @@ def main(args: argparse.Namespace) -> int:
                         time.sleep(0.01)
                     for kind in kinds:
                         for path in paths:
-                            with decoder_path(path):
+                            with decoder_path(path), busy_thread(args.busy_thread):
                                 rate, cpu = run_case(consumer, topic, expected, kind,
                                                      args.seconds)
                             scala = SCALA_REFERENCE.get((codec_name, label))
