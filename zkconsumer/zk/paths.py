@@ -30,7 +30,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from zkconsumer.errors import LocalProtocolError, ZnodeDataError
+from zkconsumer.errors import LocalProtocolError, ZnodeDataError, ZooKeeperError
 from zkconsumer.zk._codec import DECIMAL, INT_MAX, LONG_MAX, decimal_value, text_value
 from zkconsumer.zk.topic_count import (
     TopicCount,
@@ -55,6 +55,7 @@ __all__ = [
     "bridge_members_path",
     "bridge_partition_path",
     "broker_id_path",
+    "check_znode_path",
     "consumer_id_path",
     "consumer_ids_path",
     "encode_offset",
@@ -81,6 +82,16 @@ __all__ = [
     "topic_broker_path",
     "topic_path",
 ]
+
+
+def check_znode_path(what: str, path: str) -> None:
+    """`ZooKeeperError` unless ``path`` is an absolute znode path (no ``.``/``..``/``//``).
+
+    kazoo glues the chroot in front of a path as a plain string, so "x" on chroot "/c" would
+    silently address "/cx", outside the chroot: such paths are refused before any request."""
+    if not path.startswith("/") or (path != "/" and path.endswith("/")) or "//" in path \
+            or any(p in (".", "..") for p in path.split("/")):
+        raise ZooKeeperError(f"{what} {path!r}: invalid request: not an absolute znode path")
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"

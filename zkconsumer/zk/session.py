@@ -61,6 +61,7 @@ from zkconsumer.errors import (
     ZooKeeperError,
     ZooKeeperUnreachableError,
 )
+from zkconsumer.zk.paths import check_znode_path
 from zkconsumer.zk.security import KazooLog, ZkSecurity, auth_error, explain_connect_failure
 from zkconsumer.zk.startup import check_hosts_resolve
 
@@ -298,11 +299,7 @@ class ZkSession:
         session (the old one expired meanwhile): writes that must not outlive their session
         are made conditional (`set_if_version`), so a late retry fails instead of clobbering.
         """
-        # kazoo glues the chroot in front of the path as a plain string, so "x" on chroot
-        # "/c" would silently address "/cx", outside the chroot.  Refuse such paths.
-        if not path.startswith("/") or (path != "/" and path.endswith("/")) or "//" in path \
-                or any(p in (".", "..") for p in path.split("/")):
-            raise ZooKeeperError(f"{what} {path!r}: invalid request: not an absolute znode path")
+        check_znode_path(what, path)
         backoff = Backoff(0.05, 1.0, sleep=self._closed.wait,
                           timeout=self.operation_timeout_ms / 1000.0)
         while True:
