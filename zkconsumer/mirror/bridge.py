@@ -8,8 +8,10 @@ partition of its 0.7 topic, write every 0.7 partition's share as one confirmed b
 ZooKeeper checkpoint, then -- only then -- let the source offsets move (committed every
 ``mirror.commit.interval.ms``, and on every rebalance and at shutdown).  A round is written
 by a writer thread while the loop reads the next (`zkconsumer.mirror.pipeline`: one round in
-the writer, one handed over, in order); rebalances, claims and the final commit wait until
-the writer is idle.
+the writer, one handed over, in order); polls read while the writer is busy merge into the
+round handed over, up to ``mirror.bridge.round.bytes`` encoded bytes, so a round's fixed cost
+(compare-and-sets, the wait for the 0.7 broker's flush) is spread over what arrived
+meanwhile.  Rebalances, claims and the final commit wait until the writer is idle.
 
 Guarantees (docs/mirror.md, "The bridge"):
 
@@ -103,22 +105,49 @@ class SourceSpec:
 @dataclass
 class _Batch:
     """One 0.7 partition's share of a round, encoded on the loop thread (so the writer's
-    critical path is only ZooKeeper and the broker): the message set(s), how many messages
-    and payload bytes, and the source positions it advances."""
+    critical path is only ZooKeeper and the broker): the message set(s) -- one part per
+    merged poll, joined by the writer --, how many messages and payload bytes, and the
+    source positions it advances."""
 
-    data: bytes
+    parts: list[bytes]
     count: int
     size: int
     sources: dict[str, int]
 
+    @property
+    def nbytes(self) -> int:
+        return sum(map(len, self.parts))
+
 
 @dataclass
 class _Round:
-    """One poll's records, routed: per (0.7 topic, partition index) its `_Batch`; the
-    lanes' positions once all of it is written."""
+    """One or more polls' records, routed: per (0.7 topic, partition index) its `_Batch`;
+    the lanes' positions once all of it is written; its encoded size."""
 
     batches: dict[tuple[str, int], _Batch]
     moved: dict[_Lane, int]
+    nbytes: int
+
+    def merged(self, later: _Round, limit: int) -> _Round | None:
+        """This round followed by ``later`` as one round (`Pipeline`'s ``merge``), or None
+        if that would pass ``limit`` encoded bytes.  Writing the result has the effects of
+        writing both in order: each partition's sets are appended (a 0.7 message set is a
+        concatenation of messages), and later source positions replace earlier ones (they
+        only grow)."""
+        if self.nbytes + later.nbytes > limit:
+            return None
+        for key, b in later.batches.items():
+            mine = self.batches.get(key)
+            if mine is None:
+                self.batches[key] = b
+            else:
+                mine.parts.extend(b.parts)
+                mine.count += b.count
+                mine.size += b.size
+                mine.sources.update(b.sources)
+        self.moved.update(later.moved)
+        self.nbytes += later.nbytes
+        return self
 
 
 class _Lane:
@@ -179,7 +208,9 @@ class Bridge(RuntimeEngine):
             final=(ConfigurationError, TargetError, ZooKeeperUnreachableError))
         self._consumer = Consumer(self.source.consumer_config())
         topics = list(self.source.topics) or [f"^{self.source.pattern}"]
-        self._pipeline = Pipeline(self._write_round, self.runtime.fail, name="bridge-writer")
+        limit = self.config.bridge_round_bytes
+        self._pipeline = Pipeline(self._write_round, self.runtime.fail, name="bridge-writer",
+                                  merge=lambda queued, later: queued.merged(later, limit))
         self._consumer.subscribe(topics, on_assign=self._on_assign,
                                  on_revoke=self._on_revoke, on_lost=self._on_lost)
         self._started = True
@@ -306,21 +337,24 @@ class Bridge(RuntimeEngine):
         if not moved:
             return None
         encode = self.sink.encode
-        return _Round({key: _Batch(encode(key[0], payloads), len(payloads),
-                                   sum(map(len, payloads)), sources)
-                       for key, (payloads, sources) in groups.items()}, moved)
+        batches = {key: _Batch([encode(key[0], payloads)], len(payloads),
+                               sum(map(len, payloads)), sources)
+                   for key, (payloads, sources) in groups.items()}
+        return _Round(batches, moved, sum(b.nbytes for b in batches.values()))
 
     def _write_round(self, round_: _Round) -> None:
         """The writer thread: every batch of the round (one confirmed exchange per 0.7
         broker, `Kafka07Sink.write_batches`), then the lanes' positions move."""
         count = sum(b.count for b in round_.batches.values())
         self.stats.add("sent", count)
-        self.runtime.retrying(f"writing {count} messages to 0.7", lambda: self.sink.write_batches(
-            [(topic, index, b.data, b.sources) for (topic, index), b in round_.batches.items()]),
-            final=(ConfigurationError, TargetError))
+        batches = [(topic, index, b.parts[0] if len(b.parts) == 1 else b"".join(b.parts),
+                    b.sources) for (topic, index), b in round_.batches.items()]
+        self.runtime.retrying(f"writing {count} messages to 0.7",
+                              lambda: self.sink.write_batches(batches),
+                              final=(ConfigurationError, TargetError))
         for (topic, _index), b in round_.batches.items():
             self.stats.mirrored(topic, b.count, b.size)
-            self.stats.add("log_bytes", len(b.data))
+            self.stats.add("log_bytes", b.nbytes)
         for lane, done in round_.moved.items():
             lane.done = done
 

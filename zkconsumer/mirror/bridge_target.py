@@ -47,17 +47,19 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 
-from zkconsumer.client import BrokerConnection, SimpleConsumer, confirmed_produce
+from zkconsumer.client import confirmed_produce
 from zkconsumer.errors import (
     MirrorError,
     TargetError,
 )
+from zkconsumer.mirror.bridge_links import BrokerLinks
 from zkconsumer.mirror.kafka07 import producer07_config
 from zkconsumer.mirror.runtime import Runtime, Stopped
 from zkconsumer.producer.cluster import ZkClusterView
 from zkconsumer.producer.encoding import encode_set
 from zkconsumer.producer.partitioning import BrokerPartition
 from zkconsumer.protocol import Compression, ProduceRequest
+from zkconsumer.zk.multi import set_if_versions
 from zkconsumer.zk.paths import (
     BridgeCheckpoint,
     BridgeIntent,
@@ -101,11 +103,10 @@ class Kafka07Sink:
         self.runtime = runtime
         self.flush_wait = flush_wait
         self._view: ZkClusterView | None = None
+        self._links: BrokerLinks | None = None
         self._session: ZkSession | None = None
         self._session_id: int | None = None
         self._slots: dict[tuple[str, int], _Slot] = {}
-        self._conns: dict[int, BrokerConnection] = {}
-        self._readers: dict[int, SimpleConsumer] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -115,6 +116,7 @@ class Kafka07Sink:
             return
         if self._view is None:  # kept by an attempt whose member session did not connect
             self._view = ZkClusterView(self.config)
+            self._links = BrokerLinks(self.config, self._view)
         session = ZkSession(self.zk_connect,
                             session_timeout_ms=self.config.zk_session_timeout_ms,
                             connection_timeout_ms=self.config.zk_connection_timeout_ms,
@@ -126,12 +128,9 @@ class Kafka07Sink:
         self._session, self._session_id = session, session.session_id
 
     def close(self) -> None:
-        for conn in self._conns.values():
-            conn.close()
-        for reader in self._readers.values():
-            reader.close()
-        self._conns.clear()
-        self._readers.clear()
+        if self._links is not None:
+            self._links.close()
+            self._links = None
         if self._session is not None:
             self._session.close()  # the member znode vanishes with it
             self._session = None
@@ -200,6 +199,22 @@ class Kafka07Sink:
             self._load(slot)
             return False
         slot.cp, slot.version = cp, version
+        return True
+
+    def _store_all(self, stores: Sequence[tuple[_Slot, BridgeCheckpoint]]) -> bool:
+        """`_store` for several checkpoints in one ZooKeeper multi (`set_if_versions`): True
+        if all were stored, False if none was (someone wrote one meanwhile: look again, one
+        by one).  One round trip instead of one per 0.7 partition."""
+        if not stores:
+            return True
+        if len(stores) == 1 or any(slot.version < 0 for slot, _cp in stores):
+            return False  # one by one: a plain set, or a checkpoint `_store` must create
+        versions = set_if_versions(self._zk(), [(slot.path, cp.encode(), slot.version)
+                                                for slot, cp in stores])
+        if versions is None:
+            return False  # nothing was written; nothing reloaded (the caller's `_store`s do)
+        for (slot, cp), version in zip(stores, versions, strict=True):
+            slot.cp, slot.version = cp, version
         return True
 
     def _settle(self, slot: _Slot) -> None:
@@ -339,50 +354,79 @@ class Kafka07Sink:
         for slot, data, sources in wanted:
             by_broker.setdefault(slot.target.broker_id, []).append((slot, data, sources))
         for broker_id, wanted in by_broker.items():
-            group = []  # the intents right before their broker's exchange: a failure on
-            for slot, data, sources in wanted:  # one broker leaves none on the others
-                intended = self._intend(slot, data, sources)
-                if intended is not None:
-                    group.append((slot, intended[0], intended[1], data))
+            # the intents right before their broker's exchange: a failure on one broker
+            group = self._intend_all(wanted)  # leaves none on the others
             if not group:
                 continue
             try:
-                accepted = confirmed_produce(self._conn(broker_id), tuple(
+                accepted = confirmed_produce(self._brokers().conn(broker_id), tuple(
                     ProduceRequest(slot.topic, slot.target.partition, data)
                     for slot, _cp, _intent, data in group))
             except Exception:
-                self._drop_conn(broker_id)
+                self._brokers().drop(broker_id)
                 raise  # the intents stay: `_settle` decides whether each landed
-            for slot, cp, intent, data in group[:accepted]:
-                if not self._store(slot, self._located(slot, cp, intent, data)):
-                    raise self.runtime.fail(MirrorError(
-                        f"{slot.path}: another bridge member resolved this process's batch "
-                        "(its ZooKeeper session expired?); stopping"))
+            located = [(slot, self._located(slot, cp, intent, data))
+                       for slot, cp, intent, data in group[:accepted]]
+            if not self._store_all(located):
+                for slot, cp in located:  # none was stored: find the one that changed
+                    if not self._store(slot, cp):
+                        raise self.runtime.fail(MirrorError(
+                            f"{slot.path}: another bridge member resolved this process's "
+                            "batch (its ZooKeeper session expired?); stopping"))
             if accepted < len(group):  # the broker rejected that one and closed: after it,
                 slot, cp, _intent, _data = group[accepted]  # nothing was read
-                self._drop_conn(broker_id)
+                self._brokers().drop(broker_id)
                 self._store(slot, dataclasses.replace(cp, intent=None))
                 raise MirrorError(f"0.7 broker {broker_id} rejected the produce to "
                                   f"{slot.topic}/{slot.target.partition} (closed the "
                                   "connection); retrying")
+
+    def _intend_all(self, wanted: Sequence[tuple[_Slot, bytes, Mapping[str, int]]]
+                    ) -> list[tuple[_Slot, BridgeCheckpoint, BridgeIntent, bytes]]:
+        """Store the intents of one broker's batches (``wanted`` in path order): all in one
+        ZooKeeper multi when no other member wrote meanwhile, else one by one (`_intend`)
+        in path order -- the multi stores all or none, so the order that rules out a
+        deadlock between members (`write_batches`) holds either way.  Batches whose
+        ``sources`` are in already are left out."""
+        prepared = []
+        for slot, data, sources in wanted:  # holds no intent while it waits for a member's
+            ready = self._prepare(slot, data, sources)
+            if ready is not None:
+                prepared.append((slot, ready[0], ready[1], data))
+        if self._store_all([(slot, dataclasses.replace(cp, intent=intent))
+                            for slot, cp, intent, _data in prepared]):
+            return prepared
+        group = []
+        for slot, data, sources in wanted:
+            intended = self._intend(slot, data, sources)
+            if intended is not None:
+                group.append((slot, intended[0], intended[1], data))
+        return group
 
     def _intend(self, slot: _Slot, data: bytes, sources: Mapping[str, int]
                 ) -> tuple[BridgeCheckpoint, BridgeIntent] | None:
         """Store the intent for ``data`` (step 1); None if ``sources`` are in already (a
         retry of a batch that landed, resolved by `_settle`)."""
         while True:  # another member of the group may write this partition too: take turns
-            self._settle(slot)
-            cp = slot.cp
-            assert cp is not None
-            if all(cp.sources.get(s, -1) >= o for s, o in sources.items()):
-                return None
-            if cp.shared:  # another producer moves the end: start from the broker's, so
-                end = self._flushed_end(slot)  # the intent's range is as near as can be
-                if end > cp.end:
-                    cp = dataclasses.replace(cp, end=end)
-            intent = BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
-            if self._store(slot, dataclasses.replace(cp, intent=intent)):
-                return cp, intent
+            ready = self._prepare(slot, data, sources)
+            if ready is None or self._store(slot, dataclasses.replace(ready[0],
+                                                                       intent=ready[1])):
+                return ready
+
+    def _prepare(self, slot: _Slot, data: bytes, sources: Mapping[str, int]
+                 ) -> tuple[BridgeCheckpoint, BridgeIntent] | None:
+        """Settle ``slot``; the checkpoint and the intent ``data`` would get (not stored),
+        or None if ``sources`` are in already."""
+        self._settle(slot)
+        cp = slot.cp
+        assert cp is not None
+        if all(cp.sources.get(s, -1) >= o for s, o in sources.items()):
+            return None
+        if cp.shared:  # another producer moves the end: start from the broker's, so
+            end = self._flushed_end(slot)  # the intent's range is as near as can be
+            if end > cp.end:
+                cp = dataclasses.replace(cp, end=end)
+        return cp, BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
 
     def _located(self, slot: _Slot, cp: BridgeCheckpoint, intent: BridgeIntent,
                  data: bytes) -> BridgeCheckpoint:
@@ -400,10 +444,10 @@ class Kafka07Sink:
         pos, waited = intent.start, 0.0
         while True:
             try:
-                raw = self._reader(t.broker_id).fetch(
+                raw = self._brokers().reader(t.broker_id).fetch(
                     slot.topic, t.partition, pos, max_size=len(data) + 65536).messages
             except Exception:
-                self._drop_conn(t.broker_id)
+                self._brokers().drop(t.broker_id)
                 raise  # the intent stays: `_settle` decides whether it landed
             i = 0
             while i + 4 <= len(raw):
@@ -433,43 +477,12 @@ class Kafka07Sink:
 
     # -- connections --------------------------------------------------------------------------
 
-    def _address(self, broker_id: int) -> tuple[str, int]:
-        assert self._view is not None
-        address = self._view.broker(broker_id)
-        if address is None:
-            raise MirrorError(f"0.7 broker {broker_id} is not registered")
-        return address
-
-    def _conn(self, broker_id: int) -> BrokerConnection:
-        conn = self._conns.get(broker_id)
-        if conn is None:
-            host, port = self._address(broker_id)
-            conn = self._conns[broker_id] = BrokerConnection(
-                host, port, connect_timeout=self.config.connect_timeout_ms / 1000.0,
-                socket_timeout=self.config.socket_timeout_ms / 1000.0)
-        return conn
-
-    def _drop_conn(self, broker_id: int) -> None:
-        conn = self._conns.pop(broker_id, None)
-        if conn is not None:
-            conn.close()
-        reader = self._readers.pop(broker_id, None)
-        if reader is not None:
-            reader.close()
-
-    def _reader(self, broker_id: int) -> SimpleConsumer:
-        reader = self._readers.get(broker_id)
-        if reader is None:
-            host, port = self._address(broker_id)
-            reader = self._readers[broker_id] = SimpleConsumer(
-                host, port, socket_timeout=self.config.socket_timeout_ms / 1000.0)
-        return reader
+    def _brokers(self) -> BrokerLinks:
+        links = self._links
+        if links is None:
+            raise MirrorError("the bridge's 0.7 target is not open")
+        return links
 
     def _flushed_end(self, slot: _Slot) -> int:
-        target = slot.target
-        reader = self._reader(target.broker_id)
-        try:
-            return reader.latest_offset(slot.topic, target.partition)
-        except Exception:
-            self._drop_conn(target.broker_id)
-            raise
+        t = slot.target
+        return self._brokers().flushed_end(slot.topic, t.broker_id, t.partition)

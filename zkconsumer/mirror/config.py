@@ -155,6 +155,7 @@ MIRROR_PROPERTIES: dict[str, str] = {
     "transaction.timeout.ms": "transaction_timeout_ms",
     "checkpoint.topic": "checkpoint_topic",
     "bridge.flush.wait.ms": "flush_wait_ms",
+    "bridge.round.bytes": "bridge_round_bytes",
     "target.producers": "target_producers",
 }
 _STRING_PROPERTIES = frozenset({"checkpoint.topic"})
@@ -201,6 +202,11 @@ class MirrorConfig:
     #: show in the 0.7 broker's flushed end before it counts as not landed (the broker's
     #: ``log.default.flush.interval.ms`` plus a margin).
     flush_wait_ms: int = 10000
+    #: Bridge: how big (encoded bytes, all 0.7 partitions) a round may grow by merging the
+    #: polls read while the writer is busy (`zkconsumer.mirror.pipeline`).  The bridge holds
+    #: about two rounds in memory; on a shared 0.7 partition a crash may write its share of
+    #: one round again.  Keep it below the 0.7 brokers' ``max.socket.request.bytes``.
+    bridge_round_bytes: int = 32 * 1024 * 1024
     #: ``kafka://`` at-least-once: producers in the target's pool (each source partition keeps
     #: to one).  1 by default: on a local tansu the mirror is CPU-bound and 4 measured slower
     #: (docs/mirror.md); more may help where one connection's five in-flight requests bind.
@@ -252,7 +258,8 @@ class MirrorConfig:
                       "shutdown_timeout_ms", "revoke_timeout_ms", "retry_backoff_ms",
                       "retry_backoff_max_ms", "progress_interval_ms",
                       "transaction_interval_ms", "transaction_max_messages",
-                      "transaction_timeout_ms", "flush_wait_ms", "target_producers"):
+                      "transaction_timeout_ms", "flush_wait_ms", "target_producers",
+                      "bridge_round_bytes"):
             _positive(getattr(self, fname), "mirror." + _FIELD_TO_PROP[fname])
         if self.target_producers > MAX_TARGET_PRODUCERS:
             raise ConfigurationError(f"mirror.target.producers must be at most "

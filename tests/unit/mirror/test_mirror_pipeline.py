@@ -59,3 +59,34 @@ def test_a_stop_while_writing_is_not_reported_as_a_failure() -> None:
     pipe.idle()
     assert pipe.broken and failures == []
     pipe.close()
+
+
+def test_rounds_submitted_while_the_writer_is_busy_merge_up_to_the_bound() -> None:
+    """A busy writer gets bigger rounds: what waits absorbs later submits (in order) while
+    ``merge`` accepts, and a submit it refuses waits for the hand-off as before."""
+    written: list[list[int]] = []
+    started, gate = threading.Event(), threading.Event()
+
+    def write(r: list[int]) -> None:
+        started.set()
+        gate.wait(5)
+        written.append(r)
+
+    def merge(queued: list[int], later: list[int]) -> list[int] | None:
+        return queued + later if len(queued) + len(later) <= 3 else None
+
+    pipe: Pipeline[list[int]] = Pipeline(write, lambda exc: None, merge=merge)
+    pipe.submit([1])
+    assert started.wait(5)  # the writer holds [1]: later rounds wait, and merge
+    pipe.submit([2])
+    pipe.submit([3])
+    pipe.submit([4])
+    blocked = threading.Thread(target=pipe.submit, args=([5],))
+    blocked.start()  # [2, 3, 4] is full: [5] waits for the hand-off
+    blocked.join(0.2)
+    assert blocked.is_alive()
+    gate.set()
+    blocked.join(5)
+    pipe.idle()
+    assert written == [[1], [2, 3, 4], [5]]
+    pipe.close()
