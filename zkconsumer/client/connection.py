@@ -29,6 +29,17 @@ Invariants
       dropped (the frame is half read: the stream is out of sync).
     * Responses are read with one ``recv_into`` loop into a buffer preallocated from the 4-byte
       size, then returned as ``bytes``: one allocation and one copy per response.
+    * The socket is in *blocking* mode and its timeouts are the kernel's (``SO_SNDTIMEO``,
+      ``SO_RCVTIMEO``, set before each call), so a request is written by as few ``send``
+      calls as the kernel allows and a response body is read by one ``recv_into`` with
+      ``MSG_WAITALL``.  Why: every socket call re-takes the GIL when it returns, and while
+      another thread computes (the application beside a fetcher, the bridge's loop beside its
+      writer) that costs up to ``sys.getswitchinterval()`` per call.  Python's own socket
+      timeouts make the socket non-blocking, and then a 20 MB produce through a 100 KB send
+      buffer is hundreds of poll-and-send rounds.  `zkconsumer bench fetch --busy-thread`
+      measures it (docs/performance.md, "Socket I/O beside a busy thread").  The time bounds are
+      unchanged: each call is bounded by ``socket_timeout`` and the exchange by
+      ``request_timeout``.
 
 Thread-safety: one connection serves one thread at a time.  Every public method takes an
 internal lock for the whole send-and-read exchange, so concurrent callers are serialised
@@ -57,10 +68,19 @@ __all__ = ["MAX_RESPONSE_SIZE", "BrokerConnection", "parse_broker_address"]
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")  # int32 size of the rest of the response frame
+_TIMEVAL = struct.Struct("@ll")  # struct timeval (time_t, suseconds_t) for SO_*TIMEO
 #: Default bound on one response frame body: far above any sane fetch (a 0.7 broker answers
 #: at most the requested ``max_size`` + 2 bytes), far below "allocate whatever the peer says".
 #: Callers that know their request's bound pass it per call (`SimpleConsumer` does).
 MAX_RESPONSE_SIZE = 256 * 1024 * 1024
+
+
+def _set_timeout(sock: socket.socket, option: int, seconds: float) -> None:
+    """Set ``SO_SNDTIMEO``/``SO_RCVTIMEO`` to ``seconds`` (at least 1 ms: a zero timeval means
+    "wait forever")."""
+    seconds = max(seconds, 0.001)
+    whole = int(seconds)
+    sock.setsockopt(socket.SOL_SOCKET, option, _TIMEVAL.pack(whole, int((seconds - whole) * 1e6)))
 
 
 def parse_broker_address(address: str) -> tuple[str, int]:
@@ -300,7 +320,7 @@ class BrokerConnection:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.recv_buffer)
             sock.settimeout(self.connect_timeout)
             sock.connect((self.host, self.port))
-            sock.settimeout(self.socket_timeout)
+            sock.settimeout(None)  # blocking: timeouts are SO_SNDTIMEO / SO_RCVTIMEO per call
         except OSError as exc:
             sock.close()
             self._retry_at = self._clock() + self._backoff.next_delay()
@@ -341,18 +361,28 @@ class BrokerConnection:
                         self.host, self.port)
             self._drop()
         sock = self._ensure()
+        # one bound for the whole write, as sendall's timeout was: min(socket_timeout, what
+        # is left of the request deadline)
+        limit = self._clock() + self._timeout_for_next_call()
+        view = memoryview(data)
+        pos, size = 0, len(view)
         try:
-            # Since Python 3.5 the timeout of sendall bounds the whole call.
-            sock.settimeout(self._timeout_for_next_call())
-            sock.sendall(data)
-        except TimeoutError as exc:
+            while pos < size:
+                left = limit - self._clock()
+                if left <= 0:
+                    raise TimeoutError("send timed out")
+                _set_timeout(sock, socket.SO_SNDTIMEO, left)
+                pos += sock.send(view[pos:])  # blocks in the kernel until it all fits or times out
+        except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_SNDTIMEO, nothing sent
             self._drop()  # part of a frame may be written: the stream is out of sync
             raise self._error(f"send timed out (request timeout {self.request_timeout}s)",
-                              exc) from exc
+                              TimeoutError("timed out")) from exc
         except OSError as exc:
             if not keep_on_error:
                 self._drop()
             raise self._error("send failed", exc) from exc
+        finally:
+            view.release()
         self.requests_sent += 1
 
     def _recv_exact(self, sock: socket.socket, view: memoryview) -> None:
@@ -360,9 +390,10 @@ class BrokerConnection:
         while pos < size:
             timeout = self._timeout_for_next_call()
             try:
-                sock.settimeout(timeout)
-                n = sock.recv_into(view[pos:], size - pos)
-            except TimeoutError as exc:
+                _set_timeout(sock, socket.SO_RCVTIMEO, timeout)
+                # all of it in one call unless the timeout, EOF or a reset ends it early
+                n = sock.recv_into(view[pos:], size - pos, socket.MSG_WAITALL)
+            except (TimeoutError, BlockingIOError) as exc:  # SO_RCVTIMEO with nothing read
                 self._drop()
                 if timeout < self.socket_timeout:
                     raise self._error(

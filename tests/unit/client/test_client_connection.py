@@ -391,3 +391,41 @@ def test_simple_consumer_accepts_a_full_size_fetch_answer(server_factory: Factor
     srv = server_factory(script)
     with SimpleConsumer("127.0.0.1", srv.port, fetch_size=100) as consumer:
         assert consumer.fetch("t", 0, 0).messages == b"m" * 100
+
+
+def test_a_broker_that_stops_reading_fails_the_send_within_the_socket_timeout(
+        server_factory: Factory) -> None:
+    """The socket is blocking with kernel timeouts (``SO_SNDTIMEO``): a send the peer never
+    drains still ends at the timeout, as a `BrokerConnectionError`, and the half-written
+    frame's connection is dropped."""
+    stop = threading.Event()
+    srv = server_factory(lambda conn: stop.wait(10))  # accepts, never reads
+    conn = BrokerConnection("127.0.0.1", srv.port, socket_timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(BrokerConnectionError, match=r"send timed out"):
+            conn.send(ProduceRequest("t", 0, b"x" * (64 << 20)))  # far over both buffers
+        assert time.monotonic() - started < 3.0
+        assert not conn.connected
+    finally:
+        stop.set()
+        conn.close()
+
+
+def test_a_response_split_over_many_segments_is_read_whole(server_factory: Factory) -> None:
+    """One ``recv_into`` with ``MSG_WAITALL`` per body; a body sent in pieces with pauses
+    (each well within the socket timeout) still arrives complete and in order."""
+    body = b"\x00\x00" + bytes(range(256)) * 4096  # 1 MiB + 2
+
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        data = frame(body)
+        for i in range(0, len(data), 100_000):
+            conn.sendall(data[i:i + 100_000])
+            stop.wait(0.01)  # the pacing of the peer, not a test wait
+        conn.recv(1)
+
+    stop = threading.Event()
+    srv = server_factory(script)
+    with BrokerConnection("127.0.0.1", srv.port, socket_timeout=2.0) as conn:
+        assert conn.request(FETCH, max_size=len(body)) == body
