@@ -20,7 +20,9 @@ loop that adds load to a struggling ensemble):
 supervisor sends SIGTERM.  The signal handler only sets the stop event (it must not block or
 take locks); the guard's thread, waiting on that event, closes the starting member
 (`GroupConsumer.close` is callable from another thread while ``start`` runs: the attempt is
-abandoned, the registration vanishes, ``start`` raises).
+abandoned, the registration vanishes, ``start`` raises).  Anything `Startable` the same way
+is guarded the same way (the bridge's 0.7 target, whose first connection attempt is as
+long).
 
 Invariants: a member is either closed by the guard or handed back as started, never both;
 no member starts after a stop -- `StartGuard.start` claims the member under the lock the guard
@@ -33,13 +35,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 from zkconsumer.backoff import Backoff
 from zkconsumer.consumer.group import GroupConsumer
 from zkconsumer.errors import RebalanceFailedError, ZkConsumerError
 from zkconsumer.zk.startup import start_when_reachable
 
-__all__ = ["STARTUP_TIMEOUT_HELP", "StartGuard", "join_group"]
+__all__ = ["STARTUP_TIMEOUT_HELP", "StartGuard", "Startable", "join_group"]
 
 log = logging.getLogger(__name__)
 
@@ -49,19 +52,30 @@ STARTUP_TIMEOUT_HELP = ("at start, keep trying to reach ZooKeeper (with backoff,
                         "(default: no limit)")
 
 
-class StartGuard:
-    """See the module docstring.  ``budget()``: seconds left for a close after the stop."""
+class Startable(Protocol):
+    """What a `StartGuard` starts: ``start`` may take long; ``close`` -- from another thread,
+    while ``start`` runs -- abandons it (``start`` then raises)."""
 
-    def __init__(self, stop: threading.Event, budget: Callable[[], float]) -> None:
+    def start(self) -> object: ...
+    def close(self, timeout: float) -> None: ...
+
+
+class StartGuard:
+    """See the module docstring.  ``budget()``: seconds left for a close after the stop;
+    ``closing``: what the log says when a stop closes something still starting."""
+
+    def __init__(self, stop: threading.Event, budget: Callable[[], float], *,
+                 closing: str = "leaving the group while joining it") -> None:
         self._stop = stop
         self._budget = budget
+        self._closing = closing
         self._lock = threading.Lock()
-        self._starting: GroupConsumer | None = None
+        self._starting: Startable | None = None
         self._thread = threading.Thread(target=self._close_on_stop, daemon=True,
                                         name="zkconsumer-stop")
         self._thread.start()
 
-    def start(self, consumer: GroupConsumer) -> bool:
+    def start(self, consumer: Startable) -> bool:
         """``consumer.start()``; False if a stop came first or closed it meanwhile (raises
         what ``start`` raised -- after a stop, because of the close)."""
         with self._lock:
@@ -88,8 +102,7 @@ class StartGuard:
         with self._lock:
             consumer, self._starting = self._starting, None
         if consumer is not None:
-            log.info("stopping: leaving the group while joining it",
-                     extra={"event": "stopping"})
+            log.info("stopping: %s", self._closing, extra={"event": "stopping"})
             consumer.close(timeout=max(0.05, self._budget()))
 
 

@@ -204,7 +204,7 @@ class Bridge(RuntimeEngine):
         # (`Runtime.reach_zookeeper`); then the brokers, as any target, by `retrying`
         self.runtime.retrying(
             "connecting to the 0.7 cluster",
-            lambda: self.runtime.reach_zookeeper("connecting to the 0.7 cluster", self.sink.open),
+            lambda: self.runtime.reach_zookeeper("connecting to the 0.7 cluster", self.sink),
             final=(ConfigurationError, TargetError, ZooKeeperUnreachableError))
         self._consumer = Consumer(self.source.consumer_config())
         topics = list(self.source.topics) or [f"^{self.source.pattern}"]

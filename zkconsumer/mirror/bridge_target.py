@@ -44,21 +44,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from zkconsumer.client import confirmed_produce
-from zkconsumer.errors import (
-    MirrorError,
-    TargetError,
-)
+from zkconsumer.errors import MessageTooLargeError, MirrorError, TargetError, ZooKeeperError
 from zkconsumer.mirror.bridge_links import BrokerLinks
 from zkconsumer.mirror.kafka07 import producer07_config
 from zkconsumer.mirror.runtime import Runtime, Stopped
-from zkconsumer.producer.cluster import ZkClusterView
-from zkconsumer.producer.encoding import encode_set
+from zkconsumer.producer.cluster import ZkClusterView, zk_session
+from zkconsumer.producer.encoding import encode_sets
 from zkconsumer.producer.partitioning import BrokerPartition
-from zkconsumer.protocol import Compression, ProduceRequest
+from zkconsumer.protocol import ProduceRequest
 from zkconsumer.zk.multi import set_if_versions
 from zkconsumer.zk.paths import (
     BridgeCheckpoint,
@@ -72,8 +71,8 @@ from zkconsumer.zk.session import ZkSession
 __all__ = ["Kafka07Sink"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-_WRAPPER_OVERHEAD = 64  # bytes a compressed wrapper adds around its payload, generously
 
 
 class _Slot:
@@ -107,27 +106,56 @@ class Kafka07Sink:
         self._session: ZkSession | None = None
         self._session_id: int | None = None
         self._slots: dict[tuple[str, int], _Slot] = {}
+        self._opening: list[ZkSession] = []  # sessions `open` is starting (`close` aborts)
+        self._lock = threading.Lock()  # guards _opening and _closed
+        self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Connect to the 0.7 cluster's ZooKeeper and register this process as a member."""
+        """Connect to the 0.7 cluster's ZooKeeper and register this process as a member.
+        `Startable` (``start`` / ``close``) for the runtime's `StartGuard`: a `close` from
+        another thread abandons a connection attempt in progress (the attempt raises)."""
         if self._session is not None:
             return
         if self._view is None:  # kept by an attempt whose member session did not connect
-            self._view = ZkClusterView(self.config)
+            self._view = self._starting(lambda s: ZkClusterView(self.config, session=s))
             self._links = BrokerLinks(self.config, self._view)
-        session = ZkSession(self.zk_connect,
-                            session_timeout_ms=self.config.zk_session_timeout_ms,
-                            connection_timeout_ms=self.config.zk_connection_timeout_ms,
-                            security=self.config.zk_security).start()
+        session = self._starting(ZkSession.start)
         path = bridge_member_path(self.group, self.member_id)
         if not session.create_ephemeral_expect_conflict(path, b""):
             session.close()
             raise MirrorError(f"bridge member {path} exists already")
         self._session, self._session_id = session, session.session_id
 
-    def close(self) -> None:
+    start = open
+
+    def _starting(self, use: Callable[[ZkSession], T]) -> T:
+        """``use(session)`` for a new session with the producer's settings, which starts it;
+        a `close` meanwhile closes the session, and the start raises at once."""
+        session = zk_session(self.config)
+        with self._lock:
+            if self._closed:
+                raise ZooKeeperError("the bridge's 0.7 target was closed while connecting")
+            self._opening.append(session)
+        try:
+            return use(session)
+        finally:
+            with self._lock:
+                self._opening.remove(session)
+
+    @property
+    def connecting(self) -> bool:
+        """`open` is connecting a ZooKeeper session now."""
+        return bool(self._opening)
+
+    def close(self, timeout: float = 0.0) -> None:
+        """Close for good; from another thread while `open` connects, abandon its attempt."""
+        with self._lock:
+            self._closed = True
+            opening = list(self._opening)
+        for session in opening:
+            session.close()  # its start() raises at once
         if self._links is not None:
             self._links.close()
             self._links = None
@@ -299,29 +327,13 @@ class Kafka07Sink:
 
     def encode(self, topic: str, payloads: Sequence[bytes]) -> bytes:
         """The message set(s) for ``payloads``: plain, or wrappers of the topic's codec cut
-        at ``max.message.size``; `TargetError` for a message no 0.7 broker takes."""
-        codec = self.config.codec_for(topic)
-        limit = self.config.max_message_size
-        if codec == Compression.NONE:
-            if max(map(len, payloads)) > limit:
-                raise TargetError(f"a {max(map(len, payloads))}-byte message for 0.7 topic "
-                                  f"{topic} is over max.message.size={limit}")
-            return encode_set(payloads, codec)
-        parts: list[bytes] = []
-        chunk: list[bytes] = []
-        size = 0
-        for p in payloads:
-            if chunk and size + len(p) + 12 > limit - _WRAPPER_OVERHEAD:
-                parts.append(encode_set(chunk, codec))
-                chunk, size = [], 0
-            chunk.append(p)
-            size += len(p) + 12
-        parts.append(encode_set(chunk, codec))
-        for part in parts:
-            if len(part) - 10 > limit:
-                raise TargetError(f"a compressed message for 0.7 topic {topic} is "
-                                  f"{len(part) - 10} bytes, over max.message.size={limit}")
-        return b"".join(parts)
+        at ``max.message.size`` (`encode_sets`); `TargetError` for a message no 0.7 broker
+        takes."""
+        try:
+            return encode_sets(payloads, self.config.codec_for(topic),
+                               self.config.max_message_size, topic=topic)
+        except MessageTooLargeError as exc:
+            raise TargetError(str(exc)) from None
 
     def write(self, topic: str, index: int, data: bytes, sources: Mapping[str, int]) -> None:
         """Write encoded ``data`` to partition ``index`` of ``topic`` under a checkpoint

@@ -36,7 +36,7 @@ from typing import Protocol, TypeVar
 
 from zkconsumer.backoff import Backoff
 from zkconsumer.consumer.group import GroupConsumer
-from zkconsumer.consumer.joining import StartGuard, join_group
+from zkconsumer.consumer.joining import Startable, StartGuard, join_group
 from zkconsumer.errors import MirrorError, ZkConsumerError, ZooKeeperUnreachableError
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.metrics import MirrorStats
@@ -151,19 +151,26 @@ class Runtime:
             raise Stopped("stopped while joining the source group")
         return consumer
 
-    def reach_zookeeper(self, what: str, open_fn: Callable[[], None]) -> None:
-        """``open_fn()`` (which connects a ZooKeeper session) until ZooKeeper answers, as
-        `join` does (`start_when_reachable`); `Stopped` if stopped meanwhile."""
+    def reach_zookeeper(self, what: str, target: Startable) -> None:
+        """``target.start()`` (which connects a ZooKeeper session) until ZooKeeper answers,
+        as `join` does (`start_when_reachable`); `Stopped` if stopped meanwhile -- also
+        during an attempt: a `StartGuard` closes ``target`` then, so a stop does not wait
+        for ``zk.connectiontimeout.ms``."""
         backoff = Backoff(0.5, 30.0, jitter=0.5, sleep=self._stop.wait,
                           timeout=self.config.startup_timeout)
-
-        def attempt() -> bool:
-            open_fn()
-            return True
-
-        done = start_when_reachable(attempt, backoff, on_retry=self._unreachable)
+        guard = StartGuard(self._stop, lambda: self.config.shutdown_timeout_ms / 1000.0,
+                           closing=f"abandoning {what}")
+        try:
+            done = start_when_reachable(lambda: guard.start(target), backoff,
+                                        on_retry=self._unreachable)
+        except ZkConsumerError:
+            if self.stopping:  # the guard's close ended the attempt
+                guard.wait()
+                raise Stopped(f"stopped while {what}") from None
+            raise
         self._unreachable(None)
         if not done:
+            guard.wait()
             raise Stopped(f"stopped while {what}")
 
     def _unreachable(self, reason: ZooKeeperUnreachableError | str | None) -> None:

@@ -93,18 +93,27 @@ class StaticClusterView:
         return None
 
 
+def zk_session(config: ProducerConfig) -> ZkSession:
+    """A `ZkSession` (not started) with the producer's ZooKeeper settings."""
+    assert config.zk_connect is not None
+    return ZkSession(config.zk_connect, session_timeout_ms=config.zk_session_timeout_ms,
+                     connection_timeout_ms=config.zk_connection_timeout_ms,
+                     security=config.zk_security)
+
+
 class ZkClusterView:
     """ZooKeeper mode: brokers and topic partitions kept current by watches."""
 
-    def __init__(self, config: ProducerConfig, *, retry_wait: float = 0.5) -> None:
+    def __init__(self, config: ProducerConfig, *, retry_wait: float = 0.5,
+                 session: ZkSession | None = None) -> None:
+        """Connect and load the brokers.  ``session``: a `ZkSession` made (not started) by the
+        caller from ``config``, who may then close it from another thread to abandon a
+        connection attempt that takes long (`ZkSession.start` raises)."""
         if config.zk_connect is None:
             raise ConfigurationError("zk.connect is required for a ZooKeeper cluster view")
         self._read_retries = config.zk_read_num_retries
         self._retry_wait = retry_wait
-        self.session = ZkSession(config.zk_connect,
-                                 session_timeout_ms=config.zk_session_timeout_ms,
-                                 connection_timeout_ms=config.zk_connection_timeout_ms,
-                                 security=config.zk_security)
+        self.session = session or zk_session(config)
         self.session.start()
         self._lock = threading.Lock()
         self._brokers: dict[int, BrokerInfo] = {}

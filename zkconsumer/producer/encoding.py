@@ -26,11 +26,14 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import add
 
+from zkconsumer.errors import MessageTooLargeError
 from zkconsumer.protocol import Compression, accel, compress, encode_message, encode_message_set
 from zkconsumer.protocol.message import HEADER_V1, MAX_PAYLOAD, crc32
 
-__all__ = ["encode_set"]
+__all__ = ["encode_set", "encode_sets"]
 
+#: Bytes a compressed wrapper adds around its payload, generously.
+_WRAPPER_OVERHEAD = 64
 #: Average payload size below which zlib's crc32 beats isal's (call overhead dominates).
 _SMALL = 512
 #: The compiled extension's CRC32 (payloads are ``bytes``), or None on the pure path.
@@ -56,3 +59,36 @@ def encode_set(payloads: Sequence[bytes], codec: Compression = Compression.NONE)
     if codec == Compression.NONE:
         return plain
     return encode_message(compress(codec, plain), compression=codec, magic=1)
+
+
+def encode_sets(payloads: Sequence[bytes], codec: Compression, max_message_size: int, *,
+                topic: str = "") -> bytes:
+    """The message set(s) for ``payloads`` under ``max.message.size``: one plain set, or
+    wrappers of ``codec`` each holding as many payloads as fit (a 0.7 broker rejects a
+    *message* -- a compressed wrapper is one -- over its ``max.message.size``).
+
+    `MessageTooLargeError` (naming ``topic``) for a payload no broker takes, plain or
+    compressed alone."""
+    if codec == Compression.NONE:
+        biggest = max(map(len, payloads))
+        if biggest > max_message_size:
+            raise MessageTooLargeError(
+                f"a {biggest}-byte message for 0.7 topic {topic} is over "
+                f"max.message.size={max_message_size}", topic=topic, size=biggest)
+        return encode_set(payloads, codec)
+    parts: list[bytes] = []
+    chunk: list[bytes] = []
+    size = 0
+    for p in payloads:
+        if chunk and size + len(p) + 12 > max_message_size - _WRAPPER_OVERHEAD:
+            parts.append(encode_set(chunk, codec))
+            chunk, size = [], 0
+        chunk.append(p)
+        size += len(p) + 12
+    parts.append(encode_set(chunk, codec))
+    for part in parts:
+        if len(part) - 10 > max_message_size:
+            raise MessageTooLargeError(
+                f"a compressed message for 0.7 topic {topic} is {len(part) - 10} bytes, over "
+                f"max.message.size={max_message_size}", topic=topic, size=len(part) - 10)
+    return b"".join(parts)

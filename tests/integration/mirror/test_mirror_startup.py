@@ -262,3 +262,28 @@ def test_startup_timeout_gives_up_with_one_error_line(tmp_path: Path, tansu: Any
     assert re.fullmatch(rf"zkconsumer mirror: error: cannot connect to ZooKeeper at "
                         rf"'127\.0\.0\.1:{port}' within 1000 ms: .* \(gave up after \d+ "
                         r"attempts: --startup-timeout\)", last), last
+
+
+def test_bridge_stopped_during_its_first_07_connection_attempt_ends_at_once(
+        tansu: Any) -> None:
+    """A stop (SIGTERM) while the bridge's first 0.7 ZooKeeper connection attempt is still
+    running (30 s timeout) ends it within a second: the attempt is abandoned, not waited
+    for."""
+    port = restartable_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:  # bound, not listening
+        holder.bind(("127.0.0.1", port))
+        create_topic(tansu.bootstrap, "orders", 1)
+        bridge = start_bridge(tansu.bootstrap, f"127.0.0.1:{port}", ["orders"],
+                              target_options={"zk.connectiontimeout.ms": "30000"})
+        try:
+            wait_until(lambda: bridge.mirror.sink.connecting
+                       or not bridge.alive, timeout=30, what="the first connection attempt")
+            assert bridge.alive, bridge.error
+            started = time.monotonic()
+            bridge.stop()
+            took = time.monotonic() - started
+        finally:
+            bridge.stop()
+        assert not bridge.alive
+        assert took < 1.0, took
+        assert bridge.error is None, bridge.error
