@@ -23,7 +23,9 @@ work does not share this process's GIL and is not in C.
 ``--busy-thread`` runs a pure-Python thread computing beside the fetch loop for the whole
 run -- an application's own work in the consumer's process.  The fetch then shares the
 interpreter, and what it costs is mostly how often the fetch must take the GIL back after a
-socket call (`zkconsumer.client.connection`); C then includes the busy thread's CPU.
+socket call (`zkconsumer.client.connection`) -- so it depends on how many calls a response
+takes, i.e. on the receive buffer (``--socket-buffer``; 0.7's default is 64 KiB); C then
+includes the busy thread's CPU.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="only this decoder path (repeatable; default: both)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the broker in this process (it then shares the GIL)")
+    parser.add_argument("--socket-buffer", type=int, default=4 << 20,
+                        help="the consumer's receive buffer in bytes (default 4 MiB; 0.7's "
+                             "socket.buffersize default, which the group consumer uses, is "
+                             "65536)")
     parser.add_argument("--busy-thread", action="store_true",
                         help="run a pure-Python thread computing beside the fetch loop (an "
                              "application's work sharing the GIL)")
@@ -163,13 +169,14 @@ def main(args: argparse.Namespace) -> int:
         try:
             kind_text = "in-process" if args.in_process else "subprocess"
             print(f"# dev broker ({kind_text}); fetch size {args.fetch_size}, {args.mb} MB per "
-                  f"case, compressed wrappers of {args.wrap}", flush=True)
+                  f"case, compressed wrappers of {args.wrap}, receive buffer "
+                  f"{args.socket_buffer}", flush=True)
             print(f"# decoder: {accel.IMPLEMENTATION} by default; {accel.REASON}", flush=True)
             if args.busy_thread:
                 print("# a busy pure-Python thread runs beside every fetch loop", flush=True)
             consumer = SimpleConsumer(broker.host, broker.port, fetch_size=args.fetch_size,
                                       max_fetch_size=max(args.fetch_size, 16 << 20),
-                                      buffer_size=4 << 20)
+                                      buffer_size=args.socket_buffer)
             for codec_name in codecs:
                 codec = Compression[codec_name.upper()]
                 for label in sizes:
