@@ -429,3 +429,36 @@ def test_a_response_split_over_many_segments_is_read_whole(server_factory: Facto
     srv = server_factory(script)
     with BrokerConnection("127.0.0.1", srv.port, socket_timeout=2.0) as conn:
         assert conn.request(FETCH, max_size=len(body)) == body
+
+
+def test_abort_ends_a_read_blocked_in_another_thread_at_once(server_factory: Factory) -> None:
+    """`abort` shuts the socket down under a blocked (kernel-timed, ``MSG_WAITALL``) read:
+    the reader fails with `ConnectionClosedError` at once, not after ``socket_timeout``."""
+    stop = threading.Event()
+
+    def script(conn: socket.socket) -> None:
+        srv.read_frame(conn)
+        stop.wait(30)  # never answers
+
+    srv = server_factory(script)
+    conn = BrokerConnection("127.0.0.1", srv.port, socket_timeout=30.0)
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            conn.request(FETCH)
+        except BaseException as exc:
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    try:
+        reader.start()
+        wait_until(lambda: len(srv.received) == 1, timeout=5, what="the request sent")
+        started = time.monotonic()
+        conn.abort()
+        reader.join(5)
+        assert not reader.is_alive() and time.monotonic() - started < 2.0
+        assert len(errors) == 1 and isinstance(errors[0], ConnectionClosedError), errors
+    finally:
+        stop.set()
+        reader.join(5)
