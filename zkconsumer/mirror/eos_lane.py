@@ -20,7 +20,8 @@ under the mirror's lock.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from zkconsumer.consumer.message import Decoded, Message, MessageBatch, PartitionState
 from zkconsumer.mirror.checkpoints import HEADER_INDEX, HEADER_OFFSET, HEADER_SOURCE, Checkpoint
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from confluent_kafka import Message as KafkaMessage
     from confluent_kafka import Producer
 
-__all__ = ["EosLane", "Headers", "Pending", "Run", "headers", "runs", "transactional_id"]
+__all__ = ["EosLane", "Headers", "Pending", "Run", "headers", "runs", "send_record",
+           "transactional_id"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,19 @@ def headers(source: bytes, offset: int, index: int) -> Headers:
     """The provenance headers of one mirrored record (checkpoints.py)."""
     return [(HEADER_SOURCE, source), (HEADER_OFFSET, b"%d" % offset),
             (HEADER_INDEX, b"0" if index == 0 else b"%d" % index)]
+
+
+def send_record(producer: Producer, topic: str, value: bytes, partition: int,
+                key: bytes | None, hdrs: Headers,
+                on_delivery: Callable[[Any, Any], None] | None = None) -> None:
+    """``produce``, waiting while librdkafka's queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value, key, partition, headers=hdrs,
+                             on_delivery=on_delivery)
+            return
+        except BufferError:  # librdkafka's queue is full: let it drain
+            producer.poll(0.05)
 
 
 class Pending(NamedTuple):

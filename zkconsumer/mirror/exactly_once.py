@@ -33,7 +33,6 @@ The design of Kafka Connect's exactly-once sources, with the 0.7 group as the so
   releases the partitions.  Messages of a claim that is no longer current (handed out before
   a rebalance, processed after it) are dropped *and never acknowledged*: the next claim
   resumes from the checkpoint, so nothing is skipped (issue 11's Defect 1 cannot happen here).
-
 * **No loops.**  0.7 messages a bridge wrote (`zkconsumer.mirror.loopguard`) are handled like
   already visible ones: acknowledged, not written.
 
@@ -58,7 +57,13 @@ from typing import TYPE_CHECKING, Any
 from zkconsumer.consumer.group import GroupConsumer
 from zkconsumer.consumer.message import Decoded, MessageBatch
 from zkconsumer.errors import MirrorError, TargetError, ZkConsumerError
-from zkconsumer.mirror.checkpoints import checkpoint_key, scan_beyond
+from zkconsumer.mirror.checkpoints import (
+    HEADER_INDEX,
+    HEADER_OFFSET,
+    HEADER_SOURCE,
+    checkpoint_key,
+    scan_beyond,
+)
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.engine import poll_parked, target_partitions
 from zkconsumer.mirror.eos_claim import EosClaimer
@@ -68,6 +73,7 @@ from zkconsumer.mirror.eos_lane import (
     Pending,
     headers,
     runs,
+    send_record,
     transactional_id,
 )
 from zkconsumer.mirror.lanes import LaneState
@@ -333,12 +339,13 @@ class ExactlyOnceMirror(SourceGroupEngine):
                 partition = -1 if r.partition is None else r.partition
                 key = r.key
             append(pending(Pending, (o, nxt, index, value, partition, key)))
-            hdrs = headers(source, o, index)
+            hdrs: Headers = [(HEADER_SOURCE, source), (HEADER_OFFSET, b"%d" % o),  # = headers(),
+                             (HEADER_INDEX, b"0" if index == 0 else b"%d" % index)]  # inlined
             if lane.failed is not None:
                 pass  # buffered: the recovery at the next commit resends it
             elif track is not None:  # the segment's first record reports where it landed
                 try:
-                    _send(producer, topic, value, partition, key, hdrs, track)
+                    send_record(producer, topic, value, partition, key, hdrs, track)
                 except KafkaException as exc:
                     lane.failed = self._refused(exc, topic, value)
                 track = None
@@ -346,7 +353,7 @@ class ExactlyOnceMirror(SourceGroupEngine):
                 try:
                     produce(topic, value, key, partition, headers=hdrs)
                 except BufferError:
-                    _send(producer, topic, value, partition, key, hdrs)
+                    send_record(producer, topic, value, partition, key, hdrs)
                 except KafkaException as exc:
                     lane.failed = self._refused(exc, topic, value)
             n += 1
@@ -454,7 +461,7 @@ class ExactlyOnceMirror(SourceGroupEngine):
                         "target anyway (aborted transactions not filtered); not resending them",
                         lane.topic, lane.partition, len(lane.buffer) - len(resend))
         for e in resend:
-            _send(lane.producer, lane.target_topic, e.value, e.partition, e.key,
+            send_record(lane.producer, lane.target_topic, e.value, e.partition, e.key,
                   headers(lane.source, e.offset, e.set_index))
         self.stats.add("sent", len(resend))
 
@@ -486,14 +493,3 @@ class ExactlyOnceMirror(SourceGroupEngine):
                     self._lanes.clear()
                 close_all(self._closers)
 
-
-def _send(producer: Producer, topic: str, value: bytes, partition: int, key: bytes | None,
-          hdrs: Headers, on_delivery: Delivery | None = None) -> None:
-    """``produce``, waiting while librdkafka's queue is full."""
-    while True:
-        try:
-            producer.produce(topic, value, key, partition, headers=hdrs,
-                             on_delivery=on_delivery)
-            return
-        except BufferError:  # librdkafka's queue is full: let it drain
-            producer.poll(0.05)
