@@ -92,8 +92,13 @@ class SourceSpec:
                 raise ConfigurationError(f"source.{key} is set by the bridge")
 
     def consumer_config(self) -> dict[str, Any]:
+        # fetch.queue.backoff.ms: librdkafka stops fetching for that long (default 1000 ms)
+        # whenever its one local queue holds queued.min.messages of all partitions together:
+        # a reader that empties 100000 small records in 0.1 s would idle the rest of the
+        # second (measured on tansu at 100 B: 0.17 M msg/s; 0.8 M with 10 ms)
         conf: dict[str, Any] = {"session.timeout.ms": 10000, "fetch.wait.max.ms": 100,
-                                "max.partition.fetch.bytes": 4 * 1048576}
+                                "max.partition.fetch.bytes": 4 * 1048576,
+                                "fetch.queue.backoff.ms": 10}
         conf.update(self.options)
         conf.update({"bootstrap.servers": ",".join(self.bootstrap), "group.id": self.group,
                      "enable.auto.commit": False, "isolation.level": "read_committed",
