@@ -12,9 +12,9 @@ landed.  So every batch into a 0.7 partition is written in three steps, with a c
    offsets request on the same connection, so a rejection is seen);
 3. **resolve** -- compare-and-set the checkpoint to ``end = start + size``, ``sources``
    merged, the range ``[start, end)`` recorded, no intent.  ``start`` is where the batch
-   *landed*, read back (`Kafka07Sink._located`): another producer's sets may have landed
-   after the end we knew, and a range off by them would make the forward mirror skip their
-   messages and copy ours back.
+   *landed*, read back (`zkconsumer.mirror.bridge_readback`; one multifetch per broker):
+   another producer's sets may have landed after the end we knew, and a range off by them
+   would make the forward mirror skip their messages and copy ours back.
 
 A crash between 1 and 3 leaves an intent whose owner's member znode
 (``/zkconsumer/bridge/<group>/members/<id>``, ephemeral) vanishes with its session.  Whoever
@@ -52,6 +52,7 @@ from typing import TypeVar
 from zkconsumer.client import confirmed_produce
 from zkconsumer.errors import MessageTooLargeError, MirrorError, TargetError, ZooKeeperError
 from zkconsumer.mirror.bridge_links import BrokerLinks
+from zkconsumer.mirror.bridge_readback import Readback
 from zkconsumer.mirror.kafka07 import producer07_config
 from zkconsumer.mirror.runtime import Runtime, Stopped
 from zkconsumer.producer.cluster import ZkClusterView, zk_session
@@ -109,6 +110,7 @@ class Kafka07Sink:
         self._opening: list[ZkSession] = []  # sessions `open` is starting (`close` aborts)
         self._lock = threading.Lock()  # guards _opening and _closed
         self._closed = False
+        self._readback = Readback(self._brokers, runtime, flush_wait)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -377,8 +379,12 @@ class Kafka07Sink:
             except Exception:
                 self._brokers().drop(broker_id)
                 raise  # the intents stay: `_settle` decides whether each landed
-            located = [(slot, self._located(slot, cp, intent, data))
-                       for slot, cp, intent, data in group[:accepted]]
+            starts = self._readback.starts(broker_id, [
+                (slot.topic, slot.target.partition, intent.start, data, slot.path)
+                for slot, _cp, intent, data in group[:accepted]])
+            located = [(slot, self._landed(slot, cp, intent, start))
+                       for (slot, cp, intent, _data), start
+                       in zip(group[:accepted], starts, strict=True)]
             if not self._store_all(located):
                 for slot, cp in located:  # none was stored: find the one that changed
                     if not self._store(slot, cp):
@@ -440,52 +446,18 @@ class Kafka07Sink:
                 cp = dataclasses.replace(cp, end=end)
         return cp, BridgeIntent(self.member_id, cp.end, len(data), dict(sources))
 
-    def _located(self, slot: _Slot, cp: BridgeCheckpoint, intent: BridgeIntent,
-                 data: bytes) -> BridgeCheckpoint:
-        """``cp`` with the confirmed batch ``data`` recorded where it *landed*.
-
-        The intent's start is the end as we knew it; another producer's sets may have landed
-        between that and our produce, and then the batch is further on.  Recording the
-        intent's range would make the forward mirror (`zkconsumer.mirror.loopguard`) skip
-        the other producer's messages and copy ours back, so the partition is read from the
-        intent's start, set by set, until ``data`` is found byte for byte (only flushed data
-        is fetchable: waited for up to ``mirror.bridge.flush.wait.ms``).  Found further on:
-        the partition is shared (marked, warned once).  Invariant: a recorded range holds
-        exactly the bytes this bridge wrote."""
-        t = slot.target
-        pos, waited = intent.start, 0.0
-        while True:
-            try:
-                raw = self._brokers().reader(t.broker_id).fetch(
-                    slot.topic, t.partition, pos, max_size=len(data) + 65536).messages
-            except Exception:
-                self._brokers().drop(t.broker_id)
-                raise  # the intent stays: `_settle` decides whether it landed
-            i = 0
-            while i + 4 <= len(raw):
-                if len(raw) - i < len(data) and data.startswith(raw[i:]):
-                    break  # maybe ours, cut by the fetch size or not all flushed: read on
-                if raw.startswith(data, i):  # compared in place: no copy per set
-                    start = pos + i
-                    if start == intent.start:
-                        return cp.landed(intent)
-                    if not cp.shared:
-                        self._warn_shared(slot, f"batch landed at {start}, not {intent.start}")
-                    return dataclasses.replace(cp, shared=True).landed(
-                        dataclasses.replace(intent, start=start))
-                size = 4 + int.from_bytes(raw[i:i + 4], "big")
-                if i + size > len(raw):
-                    break
-                i += size
-            pos += i
-            if i == 0:  # nothing new flushed yet past pos
-                if waited >= self.flush_wait:
-                    raise MirrorError(f"{slot.path}: the confirmed batch at or after "
-                                      f"{intent.start} was not readable within "
-                                      f"{self.flush_wait}s; retrying")
-                if self.runtime.wait(0.02):
-                    raise Stopped("stopped while locating a bridge batch")
-                waited += 0.02
+    def _landed(self, slot: _Slot, cp: BridgeCheckpoint, intent: BridgeIntent,
+                start: int) -> BridgeCheckpoint:
+        """``cp`` with the batch of ``intent`` recorded at ``start``, where the read-back found
+        it (`zkconsumer.mirror.bridge_readback`; invariant: a recorded range holds exactly the
+        bytes this bridge wrote); further on than the intent said: another producer writes
+        here (shared)."""
+        if start == intent.start:
+            return cp.landed(intent)
+        if not cp.shared:
+            self._warn_shared(slot, f"batch landed at {start}, not {intent.start}")
+        return dataclasses.replace(cp, shared=True).landed(
+            dataclasses.replace(intent, start=start))
 
     # -- connections --------------------------------------------------------------------------
 
