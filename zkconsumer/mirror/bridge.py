@@ -309,32 +309,62 @@ class Bridge(RuntimeEngine):
         moved: dict[_Lane, int] = {}
         lanes = self._lanes
         looped = skipped = 0
-        for m in records:
+        current: tuple[str, int] | None = None  # the (topic, partition) of the run so far
+        lane: _Lane | None = None  # its lane while ACTIVE, else None
+        run: list[bytes] = []  # preserve: the run's group's values and sources
+        sources: dict[str, int] = {}
+        fixed = skip = -1
+        o = kept = -1  # the run's last record, and its last record kept
+        for m in records:  # a poll is runs of one partition's records: per run, not per record
             err = m.error()
             if err is not None:
                 self._source_error(err)
                 continue
-            lane = lanes.get((m.topic(), m.partition()))
-            if lane is None or lane.status.state is not LaneState.ACTIVE:
+            tp = (m.topic(), m.partition())
+            if tp != current:
+                if lane is not None and o >= 0:
+                    moved[lane] = o + 1
+                    if kept >= 0:
+                        sources[lane.source] = kept + 1
+                current, o, kept = tp, -1, -1
+                lane = lanes.get(tp)
+                if lane is not None and lane.status.state is not LaneState.ACTIVE:
+                    lane = None
+                if lane is not None and lane.fixed is not None:
+                    fixed, skip = lane.fixed, lane.skip[lane.fixed]
+                    group = groups.get((lane.target, fixed))
+                    if group is None:
+                        group = groups[(lane.target, fixed)] = ([], {})
+                    run, sources = group
+            if lane is None:
                 continue
             o = m.offset()
-            moved[lane] = o + 1
             headers = m.headers()
             if headers and any(h[0] == HEADER_SOURCE for h in headers):
                 looped += 1  # the forward mirror wrote it: it came from 0.7
                 continue
             value = m.value() or b""
-            index = lane.fixed
-            if index is None:
-                index = self._route(lane, m, value)
+            if lane.fixed is not None:
+                if o < skip:
+                    skipped += 1  # in 0.7 already (written before a crash)
+                    continue
+                run.append(value)
+                kept = o
+                continue
+            index = self._route(lane, m, value)
             if o < lane.skip[index]:
-                skipped += 1  # in 0.7 already (written before a crash)
+                skipped += 1
                 continue
             group = groups.get((lane.target, index))
             if group is None:
                 group = groups[(lane.target, index)] = ([], {})
             group[0].append(value)
             group[1][lane.source] = o + 1
+        if lane is not None and o >= 0:
+            moved[lane] = o + 1
+            if kept >= 0:
+                sources[lane.source] = kept + 1
+        groups = {key: group for key, group in groups.items() if group[0]}
         if looped:
             self.stats.add("looped", looped)
         if skipped:
