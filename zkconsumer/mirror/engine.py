@@ -202,9 +202,12 @@ class Mirror(SourceGroupEngine):
                 continue
             room = tracker.room()
             if room <= 0:
-                tracker.wait_for_room(0.1)
+                tracker.wait_for_room(0.1)  # wakes on a newly acknowledged prefix too
             else:
-                batch = poll_parked(self.consumer.poll_view, min(room, cfg.poll_batch), 0.1,
+                # while sends are unacknowledged an idle source is asked briefly, so their
+                # acknowledgements are drained (and counted, and committable) within ~10 ms
+                wait = 0.01 if tracker.pending else 0.1
+                batch = poll_parked(self.consumer.poll_view, min(room, cfg.poll_batch), wait,
                                     MessageBatch([]), self.stats)
                 if batch:
                     with self._send_lock:

@@ -36,6 +36,12 @@ condition retrying cannot cure raises `TargetError` synchronously.
   client-internal retry may then write a duplicate.  The refusal is seen by building the
   first producer (configuration) or by any producer's error (broker): either way every
   producer built afterwards is non-idempotent, and the engine's `reset` rebuilds them all;
+* every producer connects to the target's brokers when built (``enable.sparse.connections``
+  off unless ``target.*`` says otherwise).  An idempotent librdkafka producer asks for its
+  producer id on a 500 ms timer, and only from a broker it is connected to; with sparse
+  connections it connects when the first message is queued, so the first run waited up to a
+  second (0.5-1 s measured on tansu, before any acknowledgement) -- now the id is there
+  about 0.5 s after `open`, usually while the 0.7 group is still being joined;
 * `reset` throws every producer away: after an outage the broker may have forgotten our
   producer ids, and fresh producers are the cure; `close` flushes and closes every one.
   Topic existence and partition counts come from the admin client's DescribeTopics, because
@@ -45,8 +51,8 @@ condition retrying cannot cure raises `TargetError` synchronously.
 
 from __future__ import annotations
 
+import itertools
 import logging
-import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -224,6 +230,8 @@ class KafkaTarget:
         conf = producer_config(self.bootstrap, self._options, client_id=self._client_id,
                                idempotent=self._idempotent)
         conf["error_cb"] = on_error
+        if "enable.sparse.connections" not in self._options:
+            conf["enable.sparse.connections"] = False  # the PID at open, not at first send
         try:
             return Producer(conf)
         except KafkaException as exc:
@@ -301,21 +309,88 @@ class KafkaTarget:
 
     def send_run(self, topic: str, items: Sequence[RunItem], on_done: DoneCallback, *,
                  stream: Hashable = None) -> None:
-        """The batch path: ``produce`` per message straight into ``stream``'s producer, one
-        shared countdown for the run's delivery reports (served by its poll thread)."""
-        from confluent_kafka import KafkaError, KafkaException
+        """The batch path: the run straight into ``stream``'s producer, one shared countdown
+        for its delivery reports (served by the producer's poll thread).
 
+        A run bound for one partition (or all by key) -- every run under ``preserve`` -- is
+        one ``produce_batch`` call instead of a Python ``produce`` call per message (for one
+        partition librdkafka enqueues it under one lock).  Other runs are produced message by
+        message.
+        """
         run = _RunCountdown(len(items), on_done, self.check_idempotence_error)
-        delivered = run.delivered
+        if not items:
+            return
+        partition = items[0][1]
+        if all(p == partition for _v, p, _k in items):
+            self._produce_batch(topic, items, partition, run, stream)
+        else:
+            self._produce_each(topic, items, run, stream)
+
+    def _producer(self, stream: Hashable) -> Any:
+        """``stream``'s producer, building the pool first if it is not open (again)."""
         pool = self._pool
         producer = pool.producer(stream)
+        while producer is None:
+            pool.open()
+            producer = pool.producer(stream)
+        return producer
+
+    def _produce_batch(self, topic: str, items: Sequence[RunItem], partition: int | None,
+                       run: _RunCountdown, stream: Hashable) -> None:
+        """``produce_batch`` the run; the messages librdkafka refuses come back marked.
+
+        A refused *suffix* for a full queue is produced again once deliveries made room (the
+        accepted prefix is queued already: order holds).  Any other refusal -- or a full
+        queue that let a later message in (room freed meanwhile: a gap) -- fails the run, so
+        its offsets are never acknowledged; the messages queued around the gap are delivered
+        anyway, duplicates the resend makes (at-least-once).
+        """
+        from confluent_kafka import KafkaError, KafkaException
+
+        msgs: list[dict[str, Any]] = [{"value": value, "key": key} for value, _p, key in items]
+        part = -1 if partition is None else partition
+        delivered = run.delivered
+        while True:
+            try:
+                producer = self._producer(stream)
+                good = producer.produce_batch(topic, msgs, partition=part,
+                                              on_delivery=delivered)
+            except KafkaException as exc:  # no producer could be built: retried as a run
+                run.abandon(len(msgs), exc)
+                return
+            if good == len(msgs):
+                return
+            refused = [i for i, m in enumerate(msgs) if "_error" in m]
+            first = refused[0]
+            codes = {msgs[i]["_error"].code() for i in refused}
+            if codes == {KafkaError._QUEUE_FULL} and len(refused) == len(msgs) - first:
+                msgs = msgs[first:]
+                for m in msgs:
+                    del m["_error"]
+                producer.poll(0.05)  # queue full: let deliveries drain (backpressure)
+                continue
+            err = msgs[first]["_error"]
+            failure = KafkaException(err)
+            run.abandon(len(refused), failure)
+            if KafkaError.MSG_SIZE_TOO_LARGE in codes:
+                size = max(len(msgs[i]["value"]) for i in refused)
+                raise TargetError(
+                    f"target client refuses a {size}-byte message for {topic}: "
+                    f"{err.str()} (raise target.message.max.bytes)") from failure
+            return  # transient: the engine retries the run
+
+    def _produce_each(self, topic: str, items: Sequence[RunItem], run: _RunCountdown,
+                      stream: Hashable) -> None:
+        """``produce`` per message (a run spread over several target partitions)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        delivered = run.delivered
+        producer: Any = None
         for i, (value, partition, key) in enumerate(items):
             while True:
                 try:
                     if producer is None:
-                        pool.open()
-                        producer = pool.producer(stream)
-                        continue
+                        producer = self._producer(stream)
                     producer.produce(topic, value, key, -1 if partition is None else partition,
                                      on_delivery=delivered)
                     break
@@ -323,30 +398,36 @@ class KafkaTarget:
                     producer.poll(0.05)  # queue full: let deliveries drain (backpressure)
                 except KafkaException as exc:
                     err = exc.args[0]
+                    run.abandon(len(items) - i, exc)
                     if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                        run.abandon(len(items) - i, exc)
                         raise TargetError(
                             f"target client refuses a {len(value)}-byte message for {topic}: "
                             f"{err.str()} (raise target.message.max.bytes)") from exc
-                    run.abandon(len(items) - i, exc)  # transient: the engine retries the run
-                    return
+                    return  # transient: the engine retries the run
 
     def flush(self, timeout: float) -> bool:
         return self._pool.flush(timeout)
 
 
 class _RunCountdown:
-    """The delivery reports of one run, counted down to one ``on_done``."""
+    """The delivery reports of one run, counted down to one ``on_done``.
 
-    __slots__ = ("_check", "_error", "_lock", "_on_done", "_remaining")
+    Lock-free: each report takes one number from an `itertools.count`, whose ``__next__`` is
+    a single C call and so atomic under the GIL; the report that draws the run's size is the
+    last and calls ``on_done``, exactly once, whichever thread serves it (a poll thread, a
+    purging reset, the mirror loop abandoning the rest of a run).  An error is stored
+    *before* its report draws its number, so the last report sees every earlier error.
+    """
+
+    __slots__ = ("_check", "_error", "_n", "_next", "_on_done")
 
     def __init__(self, n: int, on_done: DoneCallback,
                  check: Callable[[str, str], bool]) -> None:
-        self._remaining = n
+        self._n = n
+        self._next = itertools.count(1).__next__
         self._error: BaseException | None = None
         self._on_done = on_done
         self._check = check
-        self._lock = threading.Lock()
         if n == 0:
             on_done(None)
 
@@ -355,19 +436,15 @@ class _RunCountdown:
             from confluent_kafka import KafkaException
 
             self._check(err.name(), err.str())
-            self._count(1, KafkaException(err))
-        else:
-            self._count(1, None)
+            if self._error is None:
+                self._error = KafkaException(err)
+        if self._next() == self._n:
+            self._on_done(self._error)
 
     def abandon(self, n: int, exc: BaseException) -> None:
         """``n`` messages of the run were never handed to librdkafka: they failed."""
-        self._count(n, exc)
-
-    def _count(self, n: int, exc: BaseException | None) -> None:
-        with self._lock:
-            if exc is not None and self._error is None:
-                self._error = exc
-            self._remaining -= n
-            done = self._remaining == 0
-        if done:
-            self._on_done(self._error)
+        if self._error is None:
+            self._error = exc
+        for _ in range(n):
+            if self._next() == self._n:
+                self._on_done(self._error)

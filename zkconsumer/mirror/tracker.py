@@ -87,6 +87,7 @@ class AckTracker(Generic[M, R]):
         self._tracked = 0
         self._pending = 0
         self._failed = 0
+        self._drainable = False  # some partition's oldest entry is DONE (wait_for_room)
         self._last_error: BaseException | None = None
 
     # -- producer side (the mirror loop) ------------------------------------------------------
@@ -114,10 +115,12 @@ class AckTracker(Generic[M, R]):
             return max(0, self.max_in_flight - self._tracked)
 
     def wait_for_room(self, timeout: float) -> bool:
-        """Block until the window has room, a failure needs handling, or ``timeout`` passes."""
+        """Block until the window has room, a failure needs handling, a partition's oldest
+        entry was acknowledged (`drain_acked` then makes room), or ``timeout`` passes."""
         with self._cond:
             return self._cond.wait_for(
-                lambda: self._tracked < self.max_in_flight or self._failed > 0, timeout)
+                lambda: self._tracked < self.max_in_flight or self._failed > 0
+                or self._drainable, timeout)
 
     # -- target side (callbacks, any thread) --------------------------------------------------
 
@@ -127,6 +130,9 @@ class AckTracker(Generic[M, R]):
                 return
             entry.state = EntryState.DONE
             self._pending -= 1
+            q = self._parts.get(entry.key)
+            if q and q[0] is entry:  # a prefix became drainable
+                self._drainable = True
             self._cond.notify_all()
 
     def fail(self, entry: Entry[M, R], attempt: int, error: BaseException) -> None:
@@ -151,6 +157,8 @@ class AckTracker(Generic[M, R]):
             selected = list(self._parts) if keys is None else [k for k in keys
                                                                 if k in self._parts]
             popped = 0
+            if keys is None:
+                self._drainable = False
             for key in selected:
                 q = self._parts[key]
                 last = None

@@ -55,6 +55,11 @@ class CountingProducer(Producer):
         super().produce(*args, **kwargs)
         self.produced += 1
 
+    def produce_batch(self, *args: Any, **kwargs: Any) -> int:
+        good = super().produce_batch(*args, **kwargs)
+        self.produced += good
+        return good
+
 
 @pytest.fixture(autouse=True)
 def _counting(monkeypatch: pytest.MonkeyPatch) -> None:

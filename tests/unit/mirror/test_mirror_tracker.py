@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.mirror.tracker import AckTracker, EntryState
+from zkconsumer.mirror.tracker import AckTracker, Entry, EntryState
 
 K = ("t", "0-0")
 
 
-def add_n(tracker: AckTracker[str, None], n: int, key: object = K) -> list:
+def add_n(tracker: AckTracker[str, None], n: int, key: object = K) -> list[Entry[str, None]]:
     return [tracker.add(key, f"m{i}", None, 10) for i in range(n)]
 
 
@@ -65,6 +65,21 @@ def test_window_counts_undrained_entries_and_wakes_waiters() -> None:
     t.drain_acked()
     th.join(5)
     assert woke.is_set() and t.room() == 1
+
+
+def test_a_full_window_wakes_when_a_prefix_becomes_drainable() -> None:
+    # the mirror loop is the only drainer: waiting for "room" alone would sleep out its whole
+    # timeout while acknowledged entries sit undrained
+    t: AckTracker[str, None] = AckTracker(3)
+    e = add_n(t, 2) + add_n(t, 1, key=("t", "0-1"))
+    assert t.room() == 0
+    t.complete(e[1], 0)  # not its partition's oldest: nothing drainable yet
+    assert not t.wait_for_room(0)
+    t.complete(e[0], 0)
+    assert t.wait_for_room(0)  # a drainable prefix: the waiter returns at once
+    assert t.drain_acked()[K].count == 2
+    t.complete(e[2], 0)  # after a drain, the flag is set again only by a new prefix
+    assert t.wait_for_room(0) and t.drain_acked()[("t", "0-1")].count == 1
 
 
 def test_failure_blocks_the_prefix_and_retry_resends_from_the_first_failure_in_order() -> None:
