@@ -73,6 +73,10 @@ __all__ = ["Kafka07Sink"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: A ZooKeeper server closes the connection of a request over ``jute.maxbuffer`` (1 MiB by
+#: default), and a retry would meet the same fate: checkpoints past half of it (many 0.7
+#: partitions on one broker, each with its byte ranges) are stored one by one instead.
+_MULTI_MAX_BYTES = 512 * 1024
 
 
 
@@ -239,8 +243,10 @@ class Kafka07Sink:
             return True
         if len(stores) == 1 or any(slot.version < 0 for slot, _cp in stores):
             return False  # one by one: a plain set, or a checkpoint `_store` must create
-        versions = set_if_versions(self._zk(), [(slot.path, cp.encode(), slot.version)
-                                                for slot, cp in stores])
+        writes = [(slot.path, cp.encode(), slot.version) for slot, cp in stores]
+        if sum(len(data) + len(path) for path, data, _v in writes) > _MULTI_MAX_BYTES:
+            return False  # one by one: ZooKeeper drops a request over its jute.maxbuffer
+        versions = set_if_versions(self._zk(), writes)
         if versions is None:
             return False  # nothing was written; nothing reloaded (the caller's `_store`s do)
         for (slot, cp), version in zip(stores, versions, strict=True):

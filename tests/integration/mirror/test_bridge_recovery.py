@@ -142,3 +142,45 @@ def test_a_batch_after_another_producers_is_recorded_where_it_landed(zk_connect,
     start = len(a) + len(x)
     assert cp.ranges == ((0, len(a)), (start, start + len(b)))
     assert cp.shared and cp.end == start + len(b) and cp.sources == {"src/0": 3}
+
+
+@pytest.mark.parametrize("bound", [512 * 1024, 1], ids=["one-multi", "past-the-bound"])
+def test_a_rounds_checkpoints_move_in_one_multi_or_one_by_one_past_its_bound(
+        zk_connect, dev_broker, monkeypatch, bound: int) -> None:
+    """Several 0.7 partitions on one broker: their intents go in one ZooKeeper multi and
+    their resolves in another -- or, past the size bound (jute.maxbuffer), one by one; the
+    checkpoints and the data are the same either way."""
+    import zkconsumer.mirror.bridge_target as bridge_target
+
+    calls: list[int] = []
+    real = bridge_target.set_if_versions
+
+    def counted(session, writes):  # type: ignore[no-untyped-def]
+        calls.append(len(writes))
+        return real(session, writes)
+
+    monkeypatch.setattr(bridge_target, "set_if_versions", counted)
+    monkeypatch.setattr(bridge_target, "_MULTI_MAX_BYTES", bound)
+    broker = dev_broker(num_partitions=2)
+    register_topic([broker], "m07", 2)
+    wait_until(lambda: len(read_07(zk_connect, "m07")) == 2, timeout=10, what="m07 registered")
+    config = MirrorConfig(target=TargetSpec.parse(f"kafka07://{zk_connect}"))
+    sink = Kafka07Sink(zk_connect, {}, "g", Runtime(config, MirrorStats(), "test"),
+                       flush_wait=5.0)
+    sink.open()
+    try:
+        for round_ in range(2):
+            sets = {i: encode_message_set([b"r%d-p%d-%d" % (round_, i, k) for k in range(3)])
+                    for i in range(2)}
+            sink.write_batches([("m07", i, sets[i], {f"src/{i}": 3 * (round_ + 1)})
+                                for i in range(2)])
+        for i in range(2):
+            cp = sink.checkpoint("m07", i)
+            assert cp.sources == {f"src/{i}": 6} and cp.intent is None
+            assert cp.ranges == ((0, cp.end),)
+    finally:
+        sink.close()
+    assert calls == ([2, 2, 2, 2] if bound > 1 else [])
+    got = read_07(zk_connect, "m07")
+    assert sorted(v for values in got.values() for v in values) == sorted(
+        b"r%d-p%d-%d" % (r, i, k) for r in range(2) for i in range(2) for k in range(3))
