@@ -67,13 +67,16 @@ class LoopGuard:
     Used from the mirror loop thread only.  ``wait(seconds)`` sleeps between re-reads of a
     batch in flight and returns True when the mirror is stopping (the engine's
     `zkconsumer.mirror.runtime.Runtime.wait`; `ranges` then raises `Stopped`, and the rest of
-    the poll is not sent); ``clock`` measures ``wait_limit``.
+    the poll is not sent); ``clock`` measures ``wait_limit``.  ``marked``: the mirror writes
+    provenance headers, which is how a bridge reading its target skips its records -- an
+    at-least-once ``kafka://`` mirror writes none, and is warned when a bridge shows up.
     """
 
     def __init__(self, reader: BridgeReader, *, wait_limit: float = 10.0,
                  wait: Callable[[float], object] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, marked: bool = True) -> None:
         self._reader = reader
+        self._marked = marked
         self._verified: dict[tuple[str, str], int] = {}
         self._ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
         self._bridged: dict[str, frozenset[str]] = {}
@@ -111,6 +114,11 @@ class LoopGuard:
         if ranges and key not in self._ranges:
             log.info("%s/%s: a bridge writes this 0.7 partition; what it wrote is not "
                      "mirrored back", topic, partition)
+            if not self._marked:
+                log.warning("%s/%s: a bridge writes this 0.7 partition and this at-least-once "
+                            "mirror writes no provenance headers: a bridge reading its target "
+                            "topic copies each record mirrored from here back into 0.7 once "
+                            "(run the mirror exactly-once, the default)", topic, partition)
         self._ranges[key] = ranges
         self._verified[key] = last_offset + 1
         return ranges

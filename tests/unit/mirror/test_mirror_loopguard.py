@@ -144,3 +144,20 @@ def test_a_stop_while_waiting_ends_the_poll() -> None:
     guard.new_poll()
     with pytest.raises(Stopped):
         guard.ranges("t", "0-0", 310)
+
+
+def test_an_unmarked_mirror_is_warned_once_per_partition_a_bridge_writes(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An at-least-once ``kafka://`` mirror writes no provenance headers, so a bridge reading
+    its target would copy its records back: it is told so once a bridge shows up."""
+    zk = Tables()
+    zk.cps[("t", "0-0")] = [BridgeCheckpoint(120, ranges=((0, 120),))]
+    for marked, warnings in ((True, 0), (False, 1)):
+        caplog.clear()
+        guard = LoopGuard(zk, marked=marked)
+        for _ in range(3):
+            guard.new_poll()
+            assert guard.ranges("t", "0-0", 150) == [(0, 120)]
+            assert guard.ranges("t", "0-1", 150) == []
+        assert sum("writes no provenance headers" in r.message for r in caplog.records
+                   if r.levelname == "WARNING") == warnings
