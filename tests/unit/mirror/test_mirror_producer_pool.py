@@ -15,6 +15,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 from confluent_kafka import Producer
+from fixtures.outcomes import Outcomes
 
 from zkconsumer.errors import ConfigurationError
 from zkconsumer.mirror.config import MAX_TARGET_PRODUCERS, MirrorConfig, TargetSpec
@@ -24,23 +25,6 @@ from zkconsumer.mirror.targets import KafkaTarget
 
 NOWHERE = "127.0.0.1:9"  # discard port: nothing answers, nothing is delivered
 KAFKA = TargetSpec.parse(f"kafka://{NOWHERE}")
-
-
-class Outcomes:
-    """``on_done`` results, with a wait for how many arrived."""
-
-    def __init__(self) -> None:
-        self.results: list[BaseException | None] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, exc: BaseException | None) -> None:
-        with self._cond:
-            self.results.append(exc)
-            self._cond.notify_all()
-
-    def wait(self, n: int, timeout: float = 10.0) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: len(self.results) >= n, timeout)
 
 
 class CountingProducer(Producer):

@@ -12,28 +12,12 @@ from __future__ import annotations
 import threading
 
 import pytest
+from fixtures.outcomes import Outcomes
 
 from zkconsumer.errors import TargetError
 from zkconsumer.mirror.targets import KafkaTarget, RunItem, _RunCountdown
 
 NOWHERE = "127.0.0.1:9"  # discard port: nothing answers, nothing is delivered
-
-
-class Outcomes:
-    """``on_done`` results, with a wait for how many arrived."""
-
-    def __init__(self) -> None:
-        self.results: list[BaseException | None] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, exc: BaseException | None) -> None:
-        with self._cond:
-            self.results.append(exc)
-            self._cond.notify_all()
-
-    def wait(self, n: int, timeout: float = 10.0) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: len(self.results) >= n, timeout)
 
 
 def _run(partitions: list[int | None]) -> list[RunItem]:
