@@ -75,10 +75,17 @@ class Checkpoint:
 
 def read_checkpoints(bootstrap: str, topic: str, keys: Iterable[bytes], *,
                      timeout: float = 60.0) -> dict[bytes, Checkpoint]:
-    """The latest committed checkpoint of each of ``keys`` (read_committed, to the end)."""
+    """The latest committed checkpoint of each of ``keys`` (read_committed, to the end).
+
+    To the high watermark as of the call (`iter_records`), waiting for every transaction open
+    below it.  Every lane's transactions write into this one partition, so another lane's
+    open transaction holds the last stable offset below checkpoints committed after it; a read that stopped there would hand a claim an older
+    checkpoint -- or none -- and the claim would write again what was mirrored since
+    (duplicates; seen under load with ``kill -9``).  The claimed partitions' own previous
+    owners were fenced before this read, so their transactions are over."""
     wanted = set(keys)
     out: dict[bytes, Checkpoint] = {}
-    for record in iter_records(bootstrap, topic, {0: 0}, timeout=timeout):
+    for record in iter_records(bootstrap, topic, {0: 0}, timeout=timeout, high_watermark=True):
         if record.key in wanted:
             out[record.key] = Checkpoint.decode(record.value)  # later records win
     return out
@@ -89,8 +96,9 @@ def scan_beyond(bootstrap: str, topic: str, positions: Mapping[int, int], source
     """``(0.7 offset, index)`` of every record of ``source`` (``topic/B-P``) at or past
     ``resume`` that a read_committed reader of ``topic`` sees from ``positions`` on."""
     found: set[tuple[int, int]] = set()
-    # settled: records of the fenced previous owner may sit behind another writer's open
-    # transaction (shared target partitions); wait for those to finish rather than miss them
+    # settled: to the end as a read_committed watermark query answers it (the LSO); records
+    # behind another writer's open transaction are not waited for here -- on shared target
+    # partitions that writer may be one of this process's own lanes (see iter_records)
     for record in iter_records(bootstrap, topic, positions, timeout=timeout, settled=True):
         if record.header(HEADER_SOURCE) != source:
             continue

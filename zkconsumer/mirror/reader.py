@@ -68,11 +68,13 @@ _consumer = open_reader  # the name translate.py / verify.py import
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: Iterable[int], *,
-                timeout: float = 10.0) -> dict[int, int]:
-    """``{partition: high watermark}`` of ``topic``'s ``partitions`` (read_committed)."""
+                timeout: float = 10.0, isolation: str = "read_committed") -> dict[int, int]:
+    """``{partition: end}`` of ``topic``'s ``partitions``: for ``read_committed`` the last
+    stable offset (a watermark query answers with the reader's isolation level: the end
+    such a reader can reach now), for ``read_uncommitted`` the high watermark."""
     from confluent_kafka import TopicPartition
 
-    consumer = open_reader(bootstrap)
+    consumer = open_reader(bootstrap, isolation)
     try:
         return {p: int(consumer.get_watermark_offsets(TopicPartition(topic, p),
                                                       timeout=timeout)[1])
@@ -84,15 +86,18 @@ def end_offsets(bootstrap: str, topic: str, partitions: Iterable[int], *,
 def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
                  isolation: str = "read_committed", timeout: float = 120.0,
                  options: Mapping[str, Any] | None = None,
-                 settled: bool = False) -> Iterator[Record]:
+                 settled: bool = False, high_watermark: bool = False) -> Iterator[Record]:
     """Every record of ``topic``'s partitions ``start`` (``{partition: first offset}``; an
     offset below the log start means the beginning) up to the end, in log order per
     partition.  Raises `MirrorError` if the end is not reached within ``timeout`` seconds.
 
-    ``settled``: the end is the high watermark as of the call, not the last stable offset --
-    a read_committed reader then also waits until every transaction that was open below that
-    watermark has finished (committed or aborted), so nothing written before the call is
-    still hidden when it returns."""
+    ``settled``: the end is the partitions' end as a watermark query of this reader answers
+    it at the call -- for a read_committed reader that is the last stable offset, not the
+    high watermark (librdkafka asks with the reader's isolation level).
+
+    ``high_watermark``: the end is the high watermark as of the call; a read_committed reader
+    then waits until every transaction open below it has finished (committed or aborted), so
+    nothing committed before the call is still hidden behind one when it returns."""
     from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
     if not start:
@@ -102,12 +107,10 @@ def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
         consumer.assign([TopicPartition(topic, p, o if o > 0 else OFFSET_BEGINNING)
                          for p, o in start.items()])
         until: dict[int, int] = {}
-        if settled:
-            for p in start:
-                high = int(consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                          timeout=30)[1])
-                if high > max(0, start[p]):
-                    until[p] = high
+        if settled or high_watermark:  # asked read_committed, a watermark query answers the LSO
+            highs = end_offsets(bootstrap, topic, start, timeout=30, isolation=(
+                "read_uncommitted" if high_watermark else isolation))
+            until = {p: high for p, high in highs.items() if high > max(0, start[p])}
         waiting = set(start)
         deadline = time.monotonic() + timeout
         while waiting or until:
