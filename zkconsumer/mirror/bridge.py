@@ -382,8 +382,8 @@ class Bridge(RuntimeEngine):
         broker, `Kafka07Sink.write_batches`), then the lanes' positions move."""
         count = sum(b.count for b in round_.batches.values())
         self.stats.add("sent", count)
-        batches = [(topic, index, b.parts[0] if len(b.parts) == 1 else b"".join(b.parts),
-                    b.sources) for (topic, index), b in round_.batches.items()]
+        batches = [(topic, index, b"".join(b.parts), b.sources)  # one part: no copy
+                   for (topic, index), b in round_.batches.items()]
         self.runtime.retrying(f"writing {count} messages to 0.7",
                               lambda: self.sink.write_batches(batches),
                               final=(ConfigurationError, TargetError))

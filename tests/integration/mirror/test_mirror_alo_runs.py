@@ -10,8 +10,7 @@ reordering, nothing reported failed).
 
 from __future__ import annotations
 
-import threading
-
+from fixtures.outcomes import Outcomes
 from fixtures.tansu import create_topic, read_partitions
 from fixtures.waiting import wait_until
 from mirror_helpers import committed, log_ends, produce
@@ -49,25 +48,19 @@ def test_a_run_with_a_refused_message_fails_although_the_rest_was_delivered(tans
     try:
         target.create_topic("gap", 1, 1)
         target.open()
-        outcome: list[BaseException | None] = []
-        reported = threading.Event()
-
-        def on_done(exc: BaseException | None) -> None:
-            outcome.append(exc)
-            reported.set()
-
+        outcome = Outcomes()
         items = [(b"before-%d" % i, 0, None) for i in range(5)] + [(b"x" * 5000, 0, None)] \
             + [(b"after-%d" % i, 0, None) for i in range(5)]
         try:
-            target.send_run("gap", items, on_done, stream="s")
+            target.send_run("gap", items, outcome, stream="s")
         except TargetError:
             pass
         else:
             raise AssertionError("a refused message must raise TargetError")
-        assert target.flush(30) and reported.wait(30)
+        assert target.flush(30) and outcome.wait(1, 30)
         got = read_partitions(tansu.bootstrap, "gap", 10)
         assert [v for _k, v in got[0]] == [v for v, _p, _k in items if len(v) < 100]
-        assert len(outcome) == 1 and outcome[0] is not None  # delivered around, failed as one
+        assert len(outcome.results) == 1 and outcome.results[0] is not None  # failed as one
     finally:
         target.close()
 
@@ -81,22 +74,13 @@ def test_a_full_client_queue_delays_runs_without_gaps_or_reordering(tansu) -> No
     try:
         target.create_topic("tight", 2, 1)
         target.open()
-        results: list[BaseException | None] = []
-        lock = threading.Lock()
-        all_done = threading.Event()
-
-        def on_done(exc: BaseException | None) -> None:
-            with lock:
-                results.append(exc)
-                if len(results) == 2 * runs:
-                    all_done.set()
-
+        outcomes = Outcomes()
         for r in range(runs):
             for s in range(2):  # two streams, each into its own partition
                 items = [(b"s%d-%06d" % (s, r * per_run + i), s, None) for i in range(per_run)]
-                target.send_run("tight", items, on_done, stream=("src", s))
+                target.send_run("tight", items, outcomes, stream=("src", s))
         assert target.flush(30)
-        assert all_done.wait(30) and results == [None] * (2 * runs)
+        assert outcomes.wait(2 * runs, 30) and outcomes.results == [None] * (2 * runs)
         got = read_partitions(tansu.bootstrap, "tight", 2 * runs * per_run)
         for s in range(2):
             assert [v for _k, v in got[s]] == [b"s%d-%06d" % (s, i)

@@ -4,9 +4,9 @@ the at-least-once mirror with a pool through a target outage (every producer reb
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
+from fixtures.outcomes import Outcomes
 from fixtures.tansu import create_topic, read_partitions
 from fixtures.waiting import wait_until
 from mirror_helpers import committed, log_ends, produce
@@ -24,25 +24,17 @@ def test_streams_keep_their_order_through_a_pool_into_one_partition(tansu) -> No
         target.create_topic("merged", 2, 1)
         target.open()
         total = STREAMS * RUNS * PER_RUN
-        results: list[BaseException | None] = []
-        lock = threading.Lock()
-        all_done = threading.Event()
-
-        def on_done(exc: BaseException | None) -> None:
-            with lock:
-                results.append(exc)
-                if len(results) == STREAMS * RUNS:
-                    all_done.set()
-
+        outcomes = Outcomes()
         # runs of the streams interleaved, as the engine sends them poll after poll; every
         # stream writes both target partitions
         for r in range(RUNS):
             for s in range(STREAMS):
                 items = [(b"s%d-%06d" % (s, r * PER_RUN + i), i % 2, None)
                          for i in range(PER_RUN)]
-                target.send_run("merged", items, on_done, stream=("src", f"0-{s}"))
+                target.send_run("merged", items, outcomes, stream=("src", f"0-{s}"))
         assert target.flush(30)
-        assert all_done.wait(30) and results == [None] * (STREAMS * RUNS)
+        assert (outcomes.wait(STREAMS * RUNS, 30)
+                and outcomes.results == [None] * (STREAMS * RUNS))
         assert all(target._pool.index(("src", f"0-{s}")) == s % 3 for s in range(STREAMS))
         got = read_partitions(tansu.bootstrap, "merged", total)
         assert sum(len(v) for v in got.values()) == total  # acks=all: each exactly once here
