@@ -108,8 +108,10 @@ def iter_records(bootstrap: str, topic: str, start: Mapping[int, int], *,
                          for p, o in start.items()])
         until: dict[int, int] = {}
         if settled or high_watermark:  # asked read_committed, a watermark query answers the LSO
-            highs = end_offsets(bootstrap, topic, start, timeout=30, isolation=(
-                "read_uncommitted" if high_watermark else isolation))
+            highs = (end_offsets(bootstrap, topic, start, timeout=30, isolation="read_uncommitted")
+                     if high_watermark else
+                     {p: int(consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                            timeout=30)[1]) for p in start})
             until = {p: high for p, high in highs.items() if high > max(0, start[p])}
         waiting = set(start)
         deadline = time.monotonic() + timeout
