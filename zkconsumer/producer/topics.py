@@ -10,8 +10,15 @@ that lacks it (the broker creates the log and registers ``/brokers/topics/<t>/<i
 the first keyed write.
 
 Invariants: `create_on_every_broker` writes no message (an empty set appends nothing) and
-returns only when ZooKeeper and the producer's routing show the topic on every broker that
-was live, or raises `ProducerError` at the deadline naming the brokers missing.
+returns only when ZooKeeper shows the topic registered on every broker that was live *and*
+the producer routes over exactly those registrations -- not over the bootstrap list (partition
+0 of every live broker) nor a merge of it with some of them -- or raises `ProducerError` at the
+deadline naming the brokers missing.  Why exactly: a caller that groups keyed messages by
+``default_partition(key, n)`` with ``n = len(partitions_for(topic))`` (the Spark writer) relies
+on ``n`` staying what the producer then routes over.  Returning on the bootstrap list, which
+already names every broker, let the writer group 400 keyed rows over 2 partitions; the view
+then read the 4 registered partitions and the sends -- each routed by one key of its group --
+put every row on broker 1.
 `spread_warning` costs one ZooKeeper read; the producer asks it once per topic.
 """
 
@@ -24,7 +31,7 @@ from typing import Protocol
 from zkconsumer.client import BrokerConnection, produce
 from zkconsumer.errors import ConfigurationError, ProducerError, ZkConsumerError
 from zkconsumer.producer.cluster import ZkClusterView
-from zkconsumer.producer.partitioning import BrokerPartition
+from zkconsumer.producer.partitioning import BrokerPartition, partitions_from_counts
 from zkconsumer.protocol import encode_message_set
 from zkconsumer.zk.registry import read_brokers, read_topic_partitions
 from zkconsumer.zk.session import ZkSession
@@ -69,14 +76,22 @@ def create_on_every_broker(producer: Routing, topic: str, *, timeout: float = 30
                                 f"({info.host}:{info.port}): {exc}") from exc
     deadline = time.monotonic() + timeout
     while True:
-        routed = {p.broker_id for p in producer.partitions_for(topic)}
-        registered = set(read_topic_partitions(session, topic))
-        missing = sorted(set(brokers) - (registered & routed))
-        if not missing:
+        routed = producer.partitions_for(topic)
+        registered = read_topic_partitions(session, topic)
+        on = {p.broker_id for p in routed}
+        missing = sorted(set(brokers) - (set(registered) & on))
+        # Every partition routed over is one a broker registered, with its registered count:
+        # no bootstrap (b, 0) is left, and the view has read the registrations read here.
+        settled = routed == partitions_from_counts(registered, on)
+        if not missing and settled:
             break
         if time.monotonic() >= deadline:
-            raise ProducerError(f"topic {topic!r} is still not registered on broker(s) "
-                                f"{missing} after {timeout:g} s")
+            if missing:
+                raise ProducerError(f"topic {topic!r} is still not registered on broker(s) "
+                                    f"{missing} after {timeout:g} s")
+            raise ProducerError(f"the producer still routes topic {topic!r} over "
+                                f"{[str(p) for p in routed]}, not over its registrations "
+                                f"{registered}, after {timeout:g} s")
         producer.refresh()
         time.sleep(poll)
     if created:

@@ -6,9 +6,12 @@ and every later keyed message stayed on that broker's partitions, silently.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +19,14 @@ import pytest
 from fixtures.waiting import wait_until
 from producerkit import read_layout
 
+from zkconsumer.client import BrokerConnection, produce
 from zkconsumer.producer import Producer
+from zkconsumer.producer.partitioning import BrokerPartition
 from zkconsumer.producer.topics import create_on_every_broker
+from zkconsumer.protocol import encode_message_set
 from zkconsumer.zk.registry import read_topic_partitions
 from zkconsumer.zk.session import ZkSession
+from zkconsumer.zk.watch import watch_exists
 
 ROOT = Path(__file__).resolve().parents[3]
 KEYS = [f"user-{i}" for i in range(200)]
@@ -68,3 +75,55 @@ def test_produce_create_topic_flag(dev_broker: Any, zk_session: ZkSession) -> No
     assert result.returncode == 0, result.stderr
     assert read_topic_partitions(zk_session, "cli") == {0: 3, 1: 3}
     assert "produced 3 message(s)" in result.stderr
+
+
+
+@contextlib.contextmanager
+def watch_events_held(session: ZkSession) -> Iterator[None]:
+    """Hold back every watch event of ``session`` (kazoo delivers them on one thread, which a
+    watch callback waiting here blocks) until the block ends; reads still work."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        entered.set()
+        release.wait(30)
+
+    path = f"/hold-{threading.get_ident()}"
+    assert watch_exists(session, path, hold) is False
+    session.ensure_persistent(path)  # fires the watch: the event thread enters hold()
+    assert entered.wait(10), "the watch holding the events never fired"
+    try:
+        yield
+    finally:
+        release.set()
+        session.delete(path)
+
+
+def test_created_topic_is_routed_over_its_registrations_on_return(
+        dev_broker: Any, zk_session: ZkSession) -> None:
+    """`create_on_every_broker` returns only once the producer routes over what the brokers
+    registered -- not over the bootstrap list, which names every broker as well.
+
+    Before: it returned as soon as ZooKeeper showed the topic registered on every broker and
+    the *bootstrap* list ``[0-0, 1-0]`` covered every broker, although the producer's view had
+    not read the registrations yet (brokers register asynchronously; the view learns of them
+    from a watch).  The Spark writer then grouped 400 keyed rows over 2 partitions while the
+    producer routed their sends over 4, and every row went to broker 1.  Here the view's watch
+    events are held back, so it cannot have read the registrations when the call starts.
+    """
+    brokers = dev_broker.many(2, num_partitions=2)
+    registered = [BrokerPartition(b, p) for b in (0, 1) for p in (0, 1)]
+    with Producer(zk_connect=dev_broker.zk_connect, confirm=True) as producer:
+        session = producer.zk_session
+        assert session is not None
+        # First use: bootstrapped, the topic's watch armed (a writer routes before creating).
+        assert producer.partitions_for("lagging") == [BrokerPartition(0, 0),
+                                                      BrokerPartition(1, 0)]
+        with watch_events_held(session):
+            for b in brokers:  # the topic appears on both brokers; the view hears nothing
+                with BrokerConnection(b.host, b.port) as conn:
+                    produce(conn, "lagging", 0, encode_message_set([]), confirm=True)
+            wait_until(lambda: read_topic_partitions(zk_session, "lagging") == {0: 2, 1: 2},
+                       what="both brokers registered the topic")
+            assert create_on_every_broker(producer, "lagging") == []
+            assert producer.partitions_for("lagging") == registered
