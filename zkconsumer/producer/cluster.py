@@ -17,7 +17,13 @@ Two implementations of one small interface (`ClusterView`):
 
 Invariants: partition lists are replaced, never mutated, so readers need no lock; a list only
 contains live brokers (brokers in ``/brokers/ids``), except that a topic's list is never
-emptied while brokers exist -- it falls back to the bootstrap list.
+emptied while brokers exist -- it falls back to the bootstrap list.  The view never installs
+a ZooKeeper read older than one it already installed: every read of ``/brokers/ids`` or of a
+topic's registrations is made *and installed* under one lock (``_read_lock``), and reads on
+one session see ZooKeeper in the order they were issued, so installs follow ZooKeeper's
+order.  (Before, a topic's first use read outside any lock and installed its read after the
+refresher had read -- and dropped, the topic not being installed yet -- a newer one: the list
+stayed on the older registrations until the next watch event.)
 
 Garbage znodes (``/brokers/ids/0 = "garbage"``, ``/brokers/topics/T/0 = "x"``, a child name
 that is not a number) are logged at ERROR and *skipped*, unlike the consumer's strict readers
@@ -116,6 +122,8 @@ class ZkClusterView:
         self.session = session or zk_session(config)
         self.session.start()
         self._lock = threading.Lock()
+        #: Held across each ZooKeeper read *and* its install (module docstring: monotonic).
+        self._read_lock = threading.Lock()
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, list[BrokerPartition]] = {}
         self._counts: dict[str, dict[int, int]] = {}
@@ -152,17 +160,19 @@ class ZkClusterView:
             if topic not in self._watches:
                 self._watches[topic] = watch_children(self.session, topic_path(topic),
                                                       functools.partial(self._on_topic, topic))
-        counts = _read_topic_partitions(self.session, topic)
-        with self._lock:
+        with self._read_lock:
             current = self._topics.get(topic)
-            if current is None:
+            if current is not None:  # the refresher installed it meanwhile
+                return current
+            counts = _read_topic_partitions(self.session, topic)
+            with self._lock:
                 current = merge_partitions((), counts, self._brokers)
                 self._counts[topic] = counts
                 self._topics[topic] = current
                 self.generation += 1
-                if not counts:
-                    log.info("topic %s is new: bootstrapping on partition 0 of brokers %s",
-                             topic, sorted(self._brokers))
+        if not counts:
+            log.info("topic %s is new: bootstrapping on partition 0 of brokers %s", topic,
+                     sorted(b.broker_id for b in current))
         return current
 
     def broker(self, broker_id: int) -> tuple[str, int] | None:
@@ -247,10 +257,11 @@ class ZkClusterView:
             if stale_brokers:
                 self._reload_brokers()
             for topic in sorted(topics):
-                counts = _read_topic_partitions(self.session, topic)
-                with self._lock:
-                    self._counts[topic] = counts
-                    self._apply(topic)
+                with self._read_lock:
+                    counts = _read_topic_partitions(self.session, topic)
+                    with self._lock:
+                        self._counts[topic] = counts
+                        self._apply(topic)
         except BaseException:
             with self._lock:  # nothing stale may be forgotten
                 self._stale_brokers |= stale_brokers
@@ -258,18 +269,20 @@ class ZkClusterView:
             raise
 
     def _reload_brokers(self) -> None:
-        brokers = _read_brokers(self.session)
-        with self._lock:
-            if brokers == self._brokers:
-                return
-            gone = sorted(set(self._brokers) - set(brokers))
-            new = sorted(set(brokers) - set(self._brokers))
-            self._brokers = brokers
-            if gone or new:
-                log.info("live brokers now %s (gone: %s, new: %s)", sorted(brokers), gone, new)
-            for topic in self._topics:
-                self._apply(topic)
-            self.generation += 1
+        with self._read_lock:
+            brokers = _read_brokers(self.session)
+            with self._lock:
+                if brokers == self._brokers:
+                    return
+                gone = sorted(set(self._brokers) - set(brokers))
+                new = sorted(set(brokers) - set(self._brokers))
+                self._brokers = brokers
+                if gone or new:
+                    log.info("live brokers now %s (gone: %s, new: %s)", sorted(brokers), gone,
+                             new)
+                for topic in self._topics:
+                    self._apply(topic)
+                self.generation += 1
 
     def _apply(self, topic: str) -> None:
         """Recompute one topic's list from its counts and the live brokers (lock held)."""
