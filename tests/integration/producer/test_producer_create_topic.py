@@ -77,7 +77,6 @@ def test_produce_create_topic_flag(dev_broker: Any, zk_session: ZkSession) -> No
     assert "produced 3 message(s)" in result.stderr
 
 
-
 @contextlib.contextmanager
 def watch_events_held(session: ZkSession) -> Iterator[None]:
     """Hold back every watch event of ``session`` (kazoo delivers them on one thread, which a
@@ -91,8 +90,8 @@ def watch_events_held(session: ZkSession) -> Iterator[None]:
     path = f"/hold-{threading.get_ident()}"
     assert watch_exists(session, path, hold) is False
     session.ensure_persistent(path)  # fires the watch: the event thread enters hold()
-    assert entered.wait(10), "the watch holding the events never fired"
     try:
+        assert entered.wait(10), "the watch holding the events never fired"
         yield
     finally:
         release.set()
