@@ -192,7 +192,7 @@ class RequestHandler:
         self.max_message_size = manager.config.max_message_size
         self.stats = BrokerStats()
 
-    def handle(self, frame: bytes) -> Response | None:
+    def handle(self, frame: bytes | bytearray) -> Response | None:
         """Handle one frame (without its size prefix).  Raises -> close the connection."""
         req = decode_request(frame, lenient=True)
         if isinstance(req, FetchRequest):

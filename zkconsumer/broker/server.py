@@ -215,6 +215,13 @@ class Broker:
             while True:
                 frame = reader.next_frame()
                 if frame is None:
+                    room = reader.room()
+                    if room is not None and len(room) >= _RECV_SIZE:
+                        n = conn.recv_into(room)  # a large body: straight into it, no copy
+                        if n == 0:
+                            return
+                        reader.received(n)
+                        continue
                     n = conn.recv_into(buf)
                     if n == 0:
                         return

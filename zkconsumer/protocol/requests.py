@@ -162,7 +162,7 @@ class _Reader:
 
     __slots__ = ("buf", "lenient", "pos", "size")
 
-    def __init__(self, buf: bytes, lenient: bool = False) -> None:
+    def __init__(self, buf: bytes | memoryview, lenient: bool = False) -> None:
         self.buf = buf
         self.pos = 0
         self.size = len(buf)
@@ -180,7 +180,7 @@ class _Reader:
             raise DecodeError(f"negative length {n} for {what}", self.pos)
         if self.pos + n > self.size:
             raise TruncatedError(f"request ends inside {what}", self.pos)
-        out = self.buf[self.pos:self.pos + n]
+        out = bytes(self.buf[self.pos:self.pos + n])  # a bytes slice: that slice, no 2nd copy
         self.pos += n
         return out
 
@@ -231,7 +231,8 @@ def decode_request(frame: bytes | bytearray | memoryview, *, lenient: bool = Fal
     read would fail on still raises: a short frame, an unknown type, a negative count or
     message-set size.
     """
-    data = frame if type(frame) is bytes else bytes(frame)
+    # a view, not a copy, of a bytearray frame: each field is copied out of it once (``raw``)
+    data = frame if type(frame) is bytes else memoryview(frame)
     kind = request_type_of(data)
     r = _Reader(data, lenient)
     r.pos = 2

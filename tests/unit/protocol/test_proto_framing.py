@@ -97,3 +97,34 @@ def test_max_frame_boundary() -> None:
     assert reader.next_frame() == b"abc"
     with pytest.raises(ConfigurationError):
         FrameReader(max_frame=-1)
+
+
+def test_a_body_is_received_in_place() -> None:
+    """`room` is the current body's missing part: bytes received into it (`received`) make
+    the frame without passing through `feed`, and what follows is fed as usual."""
+    body = bytes(range(256)) * 40
+    reader = FrameReader()
+    assert reader.room() is None  # no size prefix yet
+    reader.feed(struct.pack(">i", len(body)) + body[:100])
+    room = reader.room()
+    assert room is not None and len(room) == len(body) - 100
+    room[:1000] = body[100:1100]
+    reader.received(1000)
+    assert reader.next_frame() is None
+    assert reader.need() == len(body) - 1100
+    room = reader.room()
+    assert room is not None
+    room[:] = body[1100:]
+    reader.received(len(room))
+    assert reader.room() is None  # complete: nothing more goes into this body
+    reader.feed(FRAMES[0])
+    assert drain(reader) == [body, BODIES[0]]
+    with pytest.raises(ValueError):
+        reader.received(1)  # no body started: nothing can have been received into it
+
+
+def test_bad_size_raises_from_room_not_feed() -> None:
+    reader = FrameReader(max_frame=10)
+    reader.feed(struct.pack(">i", 11) + b"x")  # feeding never raises
+    with pytest.raises(InvalidMessageSizeError):
+        reader.room()
