@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import (
@@ -48,15 +48,16 @@ from zkconsumer.errors import (
     TargetError,
     ZooKeeperUnreachableError,
 )
+from zkconsumer.mirror.bridge_source import SourceSpec
 from zkconsumer.mirror.checkpoints import HEADER_SOURCE
 from zkconsumer.mirror.config import MirrorConfig, Partitioning
 from zkconsumer.mirror.lanes import LaneState, LaneStatus
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.mirror.pipeline import Pipeline
 from zkconsumer.mirror.runtime import Every, Runtime, RuntimeEngine, Stopped, close_all
-from zkconsumer.mirror.targets import LIBRDKAFKA_LOG
 from zkconsumer.producer.partitioning import PartitionChooser
 from zkconsumer.protocol import default_partition
+from zkconsumer.protocol.message import HEADER_V1
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -64,48 +65,6 @@ if TYPE_CHECKING:
 __all__ = ["Bridge", "SourceSpec"]
 
 log = logging.getLogger(__name__)
-
-_RESERVED = frozenset({"bootstrap.servers", "group.id", "enable.auto.commit",
-                       "isolation.level", "on_commit", "error_cb"})
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    """The modern cluster the bridge reads: bootstrap servers, group, topics (or a regex),
-    and ``source.*`` librdkafka consumer properties (prefix stripped)."""
-
-    bootstrap: tuple[str, ...]
-    group: str
-    topics: tuple[str, ...] = ()
-    pattern: str | None = None
-    options: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.bootstrap:
-            raise ConfigurationError("--from needs kafka://HOST:PORT[,HOST:PORT]")
-        if not self.group:
-            raise ConfigurationError("--group is required")
-        if not self.topics and not self.pattern:
-            raise ConfigurationError("give --topic T (repeatable) or --whitelist RE")
-        for key in self.options:
-            if key in _RESERVED:
-                raise ConfigurationError(f"source.{key} is set by the bridge")
-
-    def consumer_config(self) -> dict[str, Any]:
-        # fetch.queue.backoff.ms: librdkafka stops fetching for that long (default 1000 ms)
-        # whenever its one local queue holds queued.min.messages of all partitions together:
-        # a reader that empties 100000 small records in 0.1 s would idle the rest of the
-        # second (measured on tansu at 100 B: 0.17 M msg/s; 0.8 M with 10 ms)
-        conf: dict[str, Any] = {"session.timeout.ms": 10000, "fetch.wait.max.ms": 100,
-                                "max.partition.fetch.bytes": 4 * 1048576,
-                                "fetch.queue.backoff.ms": 10}
-        conf.update(self.options)
-        conf.update({"bootstrap.servers": ",".join(self.bootstrap), "group.id": self.group,
-                     "enable.auto.commit": False, "isolation.level": "read_committed",
-                     "auto.offset.reset": self.options.get("auto.offset.reset", "earliest"),
-                     "logger": LIBRDKAFKA_LOG})
-        return conf
-
 
 @dataclass
 class _Batch:
@@ -132,6 +91,16 @@ class _Round:
     batches: dict[tuple[str, int], _Batch]
     moved: dict[_Lane, int]
     nbytes: int
+    looped: int = 0  # records skipped as the forward mirror's (counted once: `count_routing`)
+    skipped: int = 0  # records skipped as in 0.7 already
+
+    def count_routing(self, stats: MirrorStats) -> None:
+        """Add the records this round's routing skipped to ``stats`` (once per poll routed:
+        a poll cut into rounds is routed again, and only the final rounds count)."""
+        if self.looped:
+            stats.add("looped", self.looped)
+        if self.skipped:
+            stats.add("skipped", self.skipped)
 
     def merged(self, later: _Round, limit: int) -> _Round | None:
         """This round followed by ``later`` as one round (`Pipeline`'s ``merge``), or None
@@ -289,14 +258,43 @@ class Bridge(RuntimeEngine):
             self.runtime.check()
             records = consume(cfg.poll_batch, 0.1)
             if records:
-                round_ = self._route_round(records)
-                if round_ is not None:
-                    assert self._pipeline is not None
+                assert self._pipeline is not None
+                for round_ in self._rounds(records):
                     self._pipeline.submit(round_)
             if commit.due():
                 self._commit(sync=False)
             if self.progress is not None and progress.due():
                 self.progress(self.stats.snapshot())
+
+    def _rounds(self, records: Sequence[Any]) -> list[_Round]:
+        """One poll's records as rounds of at most ``mirror.bridge.round.bytes`` encoded bytes
+        each (or one record): usually one round; a poll of large records is cut by the
+        records' sizes and each piece routed again (halved if it still does not fit).  Why: a
+        round is one produce request per 0.7 partition, and a broker closes the connection on
+        a request over its ``max.socket.request.bytes`` (100 MiB by default) -- 500 records of
+        1 MB were one request, retried forever.  Rounds merge only up to the same bound
+        (`_Round.merged`), so no request is larger.  Routing is a pure function of the record,
+        so a piece routes as it did within the whole poll."""
+        round_ = self._route_round(records)
+        if round_ is None:
+            return []
+        limit = self.config.bridge_round_bytes
+        if round_.nbytes <= limit or len(records) == 1:
+            round_.count_routing(self.stats)
+            return [round_]
+        pieces: list[Sequence[Any]] = []
+        start = size = 0
+        for i, m in enumerate(records):  # len(Message): its value's size
+            n = len(m) + HEADER_V1.size  # + the 0.7 framing
+            if size + n > limit and i > start:
+                pieces.append(records[start:i])
+                start, size = i, 0
+            size += n
+        pieces.append(records[start:])
+        if len(pieces) == 1:  # sizes say it fits, the encoding does not: halve it
+            half = len(records) // 2
+            pieces = [records[:half], records[half:]]
+        return [r for piece in pieces for r in self._rounds(piece)]
 
     def _route_round(self, records: Sequence[Any]) -> _Round | None:
         """One poll's records routed: each 0.7 partition's share becomes one batch (module
@@ -365,17 +363,13 @@ class Bridge(RuntimeEngine):
             if kept >= 0:
                 sources[lane.source] = kept + 1
         groups = {key: group for key, group in groups.items() if group[0]}
-        if looped:
-            self.stats.add("looped", looped)
-        if skipped:
-            self.stats.add("skipped", skipped)
         if not moved:
             return None
         encode = self.sink.encode
         batches = {key: _Batch([encode(key[0], payloads)], len(payloads),
                                sum(map(len, payloads)), sources)
                    for key, (payloads, sources) in groups.items()}
-        return _Round(batches, moved, sum(b.nbytes for b in batches.values()))
+        return _Round(batches, moved, sum(b.nbytes for b in batches.values()), looped, skipped)
 
     def _write_round(self, round_: _Round) -> None:
         """The writer thread: every batch of the round (one confirmed exchange per 0.7

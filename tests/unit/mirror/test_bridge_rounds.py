@@ -16,9 +16,10 @@ from zkconsumer.protocol import encode_message_set
 
 
 def _bridge(partitioning: Partitioning = Partitioning.PRESERVE, *, n07: int = 2,
-            skip: dict[int, list[int]] | None = None) -> Bridge:
+            skip: dict[int, list[int]] | None = None, round_bytes: int = 32 << 20) -> Bridge:
     bridge = Bridge(MirrorConfig(target=TargetSpec.parse("kafka07://127.0.0.1:1"),
-                                 topic_map={"t": "t07"}, partitioning=partitioning),
+                                 topic_map={"t": "t07"}, partitioning=partitioning,
+                                 bridge_round_bytes=round_bytes),
                     SourceSpec(("127.0.0.1:1",), "g", ("t",)))
     for p in range(2):
         lane = _Lane("t", p, "t07")
@@ -52,12 +53,29 @@ def test_records_in_07_already_and_looped_ones_move_positions_but_are_not_writte
     bridge = _bridge(skip={0: [12, -1], 1: [-1, -1]})
     records = [_m(0, 10, b"a10"), _m(0, 11, b"a11"), _m(0, 12, b"a12"),
                _m(1, 5, b"b5", [(HEADER_SOURCE, b"t/0-0")]), _m(0, 13, b"a13", [("x", b"y")])]
-    r = bridge._route_round(records)
-    assert r is not None
+    [r] = bridge._rounds(records)
     assert r.batches[("t07", 0)].parts == [encode_message_set([b"a12", b"a13"])]
     assert ("t07", 1) not in r.batches  # its only record came from 0.7
     assert {lane.source: done for lane, done in r.moved.items()} == {"t/0": 14, "t/1": 6}
     assert bridge.stats.snapshot()["looped"] == 1 and bridge.stats.snapshot()["skipped"] == 2
+
+
+def test_a_poll_past_the_round_bound_is_cut_into_rounds_that_fit() -> None:
+    """Each round is one produce request per 0.7 partition: a poll whose records pass
+    ``mirror.bridge.round.bytes`` becomes several rounds, in order, each within the bound (or
+    one record), and what its routing skipped is counted once."""
+    bridge = _bridge(skip={0: [11, -1], 1: [-1, -1]}, round_bytes=120)
+    records = [_m(0, 10 + i, bytes([65 + i]) * 50) for i in range(5)] + [
+        _m(1, 1, b"b" * 200), _m(1, 2, b"c", [(HEADER_SOURCE, b"t/0-0")])]
+    rounds = bridge._rounds(records)
+    assert all(r.nbytes <= 120 or sum(b.count for b in r.batches.values()) == 1
+               for r in rounds)
+    assert len(rounds) > 2
+    written = [p for r in rounds for b in r.batches.values() for p in b.parts]
+    assert b"".join(written) == (encode_message_set([bytes([65 + i]) * 50 for i in range(1, 5)])
+                                 + encode_message_set([b"b" * 200]))
+    assert {lane.source: done for lane, done in rounds[-1].moved.items()} == {"t/1": 3}
+    assert bridge.stats.snapshot()["looped"] == 1 and bridge.stats.snapshot()["skipped"] == 1
 
 
 def test_a_poll_of_records_all_in_07_already_writes_nothing_but_moves() -> None:
