@@ -56,18 +56,20 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from zkconsumer.backoff import Backoff
 from zkconsumer.errors import BrokerConnectionError, ConfigurationError, ConnectionClosedError
-from zkconsumer.protocol import Request, encode_request
+from zkconsumer.protocol import Request, encode_request, encode_request_parts
 
 __all__ = ["MAX_RESPONSE_SIZE", "BrokerConnection", "parse_broker_address"]
 
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")  # int32 size of the rest of the response frame
+#: Pieces per ``sendmsg`` call (Linux's IOV_MAX is 1024).
+_IOV_MAX = 1024
 _TIMEVAL = struct.Struct("@ll")  # struct timeval (time_t, suseconds_t) for SO_*TIMEO
 #: Default bound on one response frame body: far above any sane fetch (a 0.7 broker answers
 #: at most the requested ``max_size`` + 2 bytes), far below "allocate whatever the peer says".
@@ -191,8 +193,9 @@ class BrokerConnection:
     # -- public I/O --------------------------------------------------------------------------
 
     def send(self, req: Request) -> None:
-        """Write one request that has no response (produce / multiproduce in 0.7)."""
-        self.send_bytes(encode_request(req))
+        """Write one request that has no response (produce / multiproduce in 0.7); its
+        message sets go to the socket as they are (`encode_request_parts`)."""
+        self.send_bytes(encode_request_parts(req))
 
     def request(self, req: Request, *, max_size: int | None = None) -> bytes:
         """Write one request and return its response frame body (without the int32 size).
@@ -220,15 +223,17 @@ class BrokerConnection:
             self._write(frame)
             return self._read_frame_split(head, max_size)
 
-    def send_bytes(self, data: bytes) -> None:
-        """Write already-encoded request frames that get no response."""
+    def send_bytes(self, data: bytes | Sequence[bytes]) -> None:
+        """Write already-encoded request frames (or pieces of them, in order) that get no
+        response."""
         with self._lock:
             self._start_deadline()
             self._write(data)
 
-    def exchange(self, data: bytes, expect: int, *, partial_ok: bool = False,
+    def exchange(self, data: bytes | Sequence[bytes], expect: int, *, partial_ok: bool = False,
                  max_size: int | None = None) -> list[bytes]:
-        """Write pipelined request frames, then read ``expect`` response bodies in order.
+        """Write pipelined request frames (bytes, or pieces written in order without being
+        joined), then read ``expect`` response bodies in order.
 
         With ``partial_ok`` a connection closed by the broker ends the read early and the
         answers received so far are returned (the caller counts them: confirmed produce);
@@ -354,7 +359,9 @@ class BrokerConnection:
             return True
         return bool(readable)
 
-    def _write(self, data: bytes, *, keep_on_error: bool = False) -> None:
+    def _write(self, data: bytes | Sequence[bytes], *, keep_on_error: bool = False) -> None:
+        """Write ``data`` -- or its pieces, in order, with ``sendmsg`` (no joined copy) -- all
+        within one bound."""
         if self._sock is not None and self._peer_closed(self._sock):
             log.warning("broker %s:%s had closed the connection (a produce sent on it earlier "
                         "was probably rejected, or it idled out); reconnecting",
@@ -364,15 +371,23 @@ class BrokerConnection:
         # one bound for the whole write, as sendall's timeout was: min(socket_timeout, what
         # is left of the request deadline)
         limit = self._clock() + self._timeout_for_next_call()
-        view = memoryview(data)
-        pos, size = 0, len(view)
+        pieces = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
+        views = [memoryview(piece) for piece in pieces if len(piece)]
+        first = 0  # views[:first] are sent
         try:
-            while pos < size:
+            while first < len(views):
                 left = limit - self._clock()
                 if left <= 0:
                     raise TimeoutError("send timed out")
                 _set_timeout(sock, socket.SO_SNDTIMEO, left)
-                pos += sock.send(view[pos:])  # blocks in the kernel until it all fits or times out
+                # blocks in the kernel until it all fits or times out
+                sent = (sock.send(views[first]) if first == len(views) - 1
+                        else sock.sendmsg(views[first:first + _IOV_MAX]))
+                while sent and sent >= len(views[first]):
+                    sent -= len(views[first])
+                    first += 1
+                if sent:
+                    views[first] = views[first][sent:]
         except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_SNDTIMEO, nothing sent
             self._drop()  # part of a frame may be written: the stream is out of sync
             raise self._error(f"send timed out (request timeout {self.request_timeout}s)",
@@ -382,7 +397,8 @@ class BrokerConnection:
                 self._drop()
             raise self._error("send failed", exc) from exc
         finally:
-            view.release()
+            for view in views:
+                view.release()
         self.requests_sent += 1
 
     def _recv_exact(self, sock: socket.socket, view: memoryview) -> None:

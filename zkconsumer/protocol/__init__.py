@@ -48,6 +48,7 @@ from zkconsumer.protocol.requests import (
     Request,
     decode_request,
     encode_request,
+    encode_request_parts,
     request_type_of,
 )
 from zkconsumer.protocol.responses import (
@@ -108,6 +109,7 @@ __all__ = [
     "encode_multifetch_response",
     "encode_offsets_response",
     "encode_request",
+    "encode_request_parts",
     "fetch_response_header",
     "iter_shallow",
     "java_string_hashcode",

@@ -7,6 +7,7 @@ mode a broker can produce is reproduced exactly and deterministically.
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import struct
 import threading
@@ -462,3 +463,28 @@ def test_abort_ends_a_read_blocked_in_another_thread_at_once(server_factory: Fac
     finally:
         stop.set()
         reader.join(5)
+
+
+def test_pieces_are_written_whole_and_in_order(server_factory: Factory) -> None:
+    """`exchange` of pieces (``sendmsg``, no joined copy): more pieces than one call takes
+    (IOV_MAX), some empty, megabytes in all, to a peer that drains in odd amounts -- all of
+    them arrive, in order."""
+    rng = random.Random(7)
+    pieces = [bytes([i % 251]) * rng.choice((0, 1, 3, 700, 4096)) for i in range(3000)]
+    pieces += [bytes(range(256)) * 8192] * 3  # 2 MiB each: far over both socket buffers
+    data = b"".join(pieces)
+    got = bytearray()
+
+    def script(conn: socket.socket) -> None:
+        while len(got) < len(data):
+            chunk = conn.recv(rng.choice((1, 100, 65536)))
+            if not chunk:
+                return
+            got.extend(chunk)
+        conn.sendall(frame(b"\x00\x00done"))
+        conn.recv(1)
+
+    srv = server_factory(script)
+    with BrokerConnection("127.0.0.1", srv.port, socket_timeout=10.0) as conn:
+        assert conn.exchange(pieces, 1) == [b"\x00\x00done"]
+    assert got == data
