@@ -135,8 +135,8 @@ def hold_freed_memory() -> bool:
     (more once it has seen bigger ones) straight from the kernel and hands it back on free, or
     trims its heap when the top is free past twice that; either way the next request faults
     its megabytes in again page by page.  With 5,000 messages of 1 KiB per request that was
-    2.8-3.9 us of broker CPU per message, and 0.8-0.9 with the heap kept (docs/performance.md,
-    "Large produce requests").  The reference broker reads a request into one ByteBuffer; this
+    2.5-4.4 us of broker CPU per message, and 0.9-1.0 with the heap kept (measured ad hoc;
+    `bench broker --batch 5000` in docs/performance.md, "Large produce requests").  The reference broker reads a request into one ByteBuffer; this
     is the dev broker's way of not making its allocator the bottleneck a client is measured
     against.  The cost: up to 256 MiB of freed memory stays with the process; a request over
     32 MiB is still mapped and returned on its own.  Other C libraries: nothing happens."""

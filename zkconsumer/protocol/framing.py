@@ -10,8 +10,8 @@ right-sized buffer instead of looping on small reads.
 in place: by `feed`, or by the caller receiving straight into `room` (then `received`).  Why:
 growing one buffer by appends re-copies it at every reallocation (a bytearray grows by about
 an eighth), and copying a frame out of it twice more made a 5 MB produce cost the dev broker
-about 4 µs of CPU per 1 KiB message against 0.75 µs for 1.3 MB frames (`zkconsumer bench
-mirror --reverse`, docs/performance.md) -- a byte of a large frame was copied some ten times.
+about 4 µs of CPU per 1 KiB message against 0.75 µs for 1.3 MB frames (measured ad hoc;
+`zkconsumer bench broker --batch 5000` in docs/performance.md, "Large produce requests").
 Now it is copied once by the kernel (`room`) or once by `feed`, and `next_frame` hands the
 body over without a copy.
 
