@@ -180,6 +180,7 @@ class Mirror(SourceGroupEngine):
                               self.target.open)
         if self.view is not None:
             self._guard = LoopGuard(self.view, wait=self.runtime.wait,
+                                    read=self.runtime.zookeeper_read,
                                     wait_limit=self.config.flush_wait_ms / 1000.0,
                                     marked=self.config.target.kind != "kafka")
         self._join_source()

@@ -150,6 +150,7 @@ class ExactlyOnceMirror(SourceGroupEngine):
         self._ensure_checkpoint_topic()
         if self.view is not None:
             self._guard = LoopGuard(self.view, wait=self.runtime.wait,
+                                    read=self.runtime.zookeeper_read,
                                     wait_limit=self.config.flush_wait_ms / 1000.0)
         self._join_source()
         self._started = True

@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from zkconsumer.mirror.runtime import Stopped
 from zkconsumer.zk.paths import BridgeCheckpoint, BridgeIntent
@@ -46,6 +46,7 @@ from zkconsumer.zk.paths import BridgeCheckpoint, BridgeIntent
 __all__ = ["BridgeReader", "LoopGuard", "inside"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class BridgeReader(Protocol):
@@ -53,6 +54,17 @@ class BridgeReader(Protocol):
 
     def bridged_partitions(self, topic: str) -> list[str]: ...
     def bridge_checkpoints(self, topic: str, partition: str) -> list[BridgeCheckpoint]: ...
+
+
+class Reading(Protocol):
+    """How the guard makes a read: ``read(what, fn)`` returns ``fn()``, retried as the
+    caller sees fit (the engines pass `zkconsumer.mirror.runtime.Runtime.zookeeper_read`)."""
+
+    def __call__(self, what: str, fn: Callable[[], T]) -> T: ...
+
+
+def _once(what: str, fn: Callable[[], T]) -> T:
+    return fn()
 
 
 def inside(ranges: Sequence[tuple[int, int]], offset: int) -> bool:
@@ -70,12 +82,15 @@ class LoopGuard:
     the poll is not sent); ``clock`` measures ``wait_limit``.  ``marked``: the mirror writes
     provenance headers, which is how a bridge reading its target skips its records -- an
     at-least-once ``kafka://`` mirror writes none, and is warned when a bridge shows up.
+    ``read`` makes each ZooKeeper read (`Reading`: the engines wait out a lost session).
     """
 
     def __init__(self, reader: BridgeReader, *, wait_limit: float = 10.0,
                  wait: Callable[[float], object] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic, marked: bool = True) -> None:
+                 clock: Callable[[], float] = time.monotonic, marked: bool = True,
+                 read: Reading = _once) -> None:
         self._reader = reader
+        self._read = read
         self._marked = marked
         self._verified: dict[tuple[str, str], int] = {}
         self._ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
@@ -99,7 +114,9 @@ class LoopGuard:
             return self._ranges.get(key, [])
         bridged = self._bridged.get(topic)
         if bridged is None:
-            bridged = self._bridged[topic] = frozenset(self._reader.bridged_partitions(topic))
+            bridged = self._bridged[topic] = frozenset(self._read(
+                f"reading which partitions of {topic} bridges write",
+                lambda: self._reader.bridged_partitions(topic)))
         if partition not in bridged:
             self._ranges.pop(key, None)
             self._verified[key] = last_offset + 1
@@ -123,10 +140,14 @@ class LoopGuard:
         self._verified[key] = last_offset + 1
         return ranges
 
+    def _checkpoints(self, topic: str, partition: str) -> list[BridgeCheckpoint]:
+        return self._read(f"reading the bridge checkpoints of {topic}/{partition}",
+                          lambda: self._reader.bridge_checkpoints(topic, partition))
+
     def _settled(self, topic: str, partition: str, last_offset: int) -> list[BridgeCheckpoint]:
         """The partition's checkpoints once no intent this poll reaches is in flight (see
         the module docstring), or as they stand after ``wait_limit``."""
-        cps = self._reader.bridge_checkpoints(topic, partition)
+        cps = self._checkpoints(topic, partition)
         deadline: float | None = None
         pause = 0.002
         while True:
@@ -150,7 +171,7 @@ class LoopGuard:
                 raise Stopped("stopped while waiting for a bridge batch in flight")  # replayed)
             pause = min(pause * 2, 0.05)
             self.waits += 1
-            cps = self._reader.bridge_checkpoints(topic, partition)
+            cps = self._checkpoints(topic, partition)
 
 
 def _intents(cps: Sequence[BridgeCheckpoint]) -> list[BridgeIntent]:

@@ -37,7 +37,14 @@ from typing import Protocol, TypeVar
 from zkconsumer.backoff import Backoff
 from zkconsumer.consumer.group import GroupConsumer
 from zkconsumer.consumer.joining import Startable, StartGuard, join_group
-from zkconsumer.errors import MirrorError, ZkConsumerError, ZooKeeperUnreachableError
+from zkconsumer.errors import (
+    MirrorError,
+    ZkConsumerError,
+    ZnodeDataError,
+    ZooKeeperAuthError,
+    ZooKeeperError,
+    ZooKeeperUnreachableError,
+)
 from zkconsumer.mirror.config import MirrorConfig
 from zkconsumer.mirror.metrics import MirrorStats
 from zkconsumer.zk.paths import BridgeCheckpoint
@@ -195,10 +202,11 @@ class Runtime:
             raise Stopped(f"stopped while {what}") from exc
 
     def retrying(self, what: str, fn: Callable[[], T], *,
-                 final: tuple[type[BaseException], ...] = (ZkConsumerError,)) -> T:
+                 final: tuple[type[BaseException], ...] = (ZkConsumerError,),
+                 retry_on: tuple[type[BaseException], ...] = (Exception,)) -> T:
         """``fn()`` until it succeeds, backing off between tries.  ``final`` errors (by
-        default every `ZkConsumerError`: they name a condition retrying cannot cure) are
-        raised at once; `Stopped` after `stop`."""
+        default every `ZkConsumerError`: they name a condition retrying cannot cure) and
+        errors outside ``retry_on`` are raised at once; `Stopped` after `stop`."""
         while True:
             if self._stop.is_set():
                 raise Stopped(f"stopped while {what}")
@@ -207,13 +215,23 @@ class Runtime:
             except Stopped:
                 raise
             except Exception as exc:
-                if isinstance(exc, final):
+                if isinstance(exc, final) or not isinstance(exc, retry_on):
                     raise
                 self.check()  # a fatal error recorded meanwhile ends the retrying
                 self.backoff_wait(what, exc)
                 continue
             self.succeeded()
             return result
+
+    def zookeeper_read(self, what: str, fn: Callable[[], T]) -> T:
+        """`retrying` for a ZooKeeper read the loop needs (the loop guard's bridge
+        checkpoints): a lost connection or an expired session is waited out -- the session
+        comes back, as the group member's does -- while garbage in a znode, refused
+        credentials and every error that is not ZooKeeper's stay final.  Why: a mirror paused
+        past its session timeout read its loop guard on the expired session and exited with
+        "ZooKeeper session expired" (soak seed 76)."""
+        return self.retrying(what, fn, final=(ZnodeDataError, ZooKeeperAuthError),
+                             retry_on=(ZooKeeperError,))
 
 
 class RuntimeEngine:

@@ -6,8 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from zkconsumer.errors import SessionExpiredError, ZnodeDataError, ZooKeeperAuthError
+from zkconsumer.mirror.config import MirrorConfig, TargetSpec
 from zkconsumer.mirror.loopguard import LoopGuard, inside
-from zkconsumer.mirror.runtime import Stopped
+from zkconsumer.mirror.metrics import MirrorStats
+from zkconsumer.mirror.runtime import Runtime, Stopped
 from zkconsumer.zk.paths import BridgeCheckpoint, BridgeIntent
 
 
@@ -161,3 +164,52 @@ def test_an_unmarked_mirror_is_warned_once_per_partition_a_bridge_writes(
             assert guard.ranges("t", "0-1", 150) == []
         assert sum("writes no provenance headers" in r.message for r in caplog.records
                    if r.levelname == "WARNING") == warnings
+
+
+class Flaky(Tables):
+    """Tables behind a ZooKeeper that fails the first ``failures`` reads with ``error``."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        super().__init__()
+        self.failures = failures
+        self.error = error
+
+    def bridged_partitions(self, topic: str) -> list[str]:
+        if self.failures:
+            self.failures -= 1
+            raise self.error
+        return super().bridged_partitions(topic)
+
+
+def _runtime() -> Runtime:
+    config = MirrorConfig(target=TargetSpec.parse("kafka://h:1"), retry_backoff_ms=1,
+                          retry_backoff_max_ms=2)
+    return Runtime(config, MirrorStats(), "test")
+
+
+def test_an_expired_session_is_waited_out_not_fatal() -> None:
+    """A mirror paused past its session timeout read the guard on the expired session and
+    exited (soak seed 76): with the engines' `Runtime.zookeeper_read` the read is retried
+    until the session is back, and answers as usual."""
+    zk = Flaky(2, SessionExpiredError("get_children /zkconsumer/bridge/targets/t: expired"))
+    zk.cps[("t", "0-0")] = [BridgeCheckpoint(500, ranges=((100, 500),))]
+    runtime = _runtime()
+    guard = LoopGuard(zk, read=runtime.zookeeper_read)
+    guard.new_poll()
+    assert guard.ranges("t", "0-0", 1000) == [(100, 500)]
+    assert runtime.stats.snapshot()["retries"] == 2
+
+
+@pytest.mark.parametrize("error", [
+    ZnodeDataError("garbage", path="/zkconsumer/bridge/targets/t", data=b"x"),
+    ZooKeeperAuthError("NoAuth"),
+    ValueError("a bug, not ZooKeeper"),
+])
+def test_what_waiting_cannot_cure_stays_final(error: Exception) -> None:
+    zk = Flaky(1, error)
+    runtime = _runtime()
+    guard = LoopGuard(zk, read=runtime.zookeeper_read)
+    guard.new_poll()
+    with pytest.raises(type(error)):
+        guard.ranges("t", "0-0", 1000)
+    assert runtime.stats.snapshot()["retries"] == 0
